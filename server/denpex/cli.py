@@ -1,0 +1,66 @@
+"""The `denpex` command line: one module per subcommand under denpex.commands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from denpex import __version__
+from denpex.errors import DenpexError
+
+# (subcommand, module under denpex.commands); each module has register(subparsers) and run(args)
+SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("diagnose", "diagnose"),
+    ("scan", "scan"),
+    ("run", "run"),
+    ("collect", "collect"),
+    ("rules", "rules"),
+    ("explain", "explain"),
+    ("serve", "serve"),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="denpex",
+        description=(
+            "Diagnose CUDA-graph failures locally: logs and tracebacks (diagnose, run, collect) "
+            "and Python source (scan, serve). Nothing leaves the machine."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"denpex {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for _name, module_name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"denpex.commands.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"denpex.commands.{module_name}":
+                continue  # subcommand not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args))
+    except DenpexError as exc:
+        print(f"denpex: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("denpex: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `denpex diagnose big.log | head` closes stdout early; that is not an error
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""Load rule files, validate them against rules/rule.schema.json, and index them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Callable, cast
+
+import fastjsonschema
+import regex
+import yaml
+
+from denpex.errors import RuleBookError
+from denpex.rulebook.model import Role, Rule, Severity, Signature, SourceSide
+
+SCHEMA_NAME = "rule.schema.json"
+
+
+def builtin_rules_dir() -> Path:
+    """The rule book shipped with the package (wheel) or the checkout (editable install)."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "_rules", here.parent.parent / "rules"):
+        if (candidate / SCHEMA_NAME).is_file():
+            return candidate
+    raise RuleBookError(f"built-in rule book not found next to {here}")
+
+
+@cache
+def _validator() -> Callable[[Any], Any]:
+    schema = json.loads((builtin_rules_dir() / SCHEMA_NAME).read_text(encoding="utf-8"))
+    return cast(Callable[[Any], Any], fastjsonschema.compile(schema))
+
+
+def _yaml_load(text: str) -> Any:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(text, Loader=loader)  # noqa: S506 - safe loader
+
+
+def _field_path(message: str) -> str:
+    # fastjsonschema names the field as "data.log.signatures[0].regex must be ..."
+    return message.replace("data.", "", 1) if message.startswith("data.") else message
+
+
+def parse_rule(data: Mapping[str, Any], path: str) -> Rule:
+    """Validate one rule mapping and build its typed view."""
+    try:
+        _validator()(dict(data))
+    except fastjsonschema.JsonSchemaValueException as exc:
+        raise RuleBookError(f"{path}: invalid rule: {_field_path(exc.message)}") from None
+    rule_id = str(data["id"])
+    signatures: list[Signature] = []
+    log = data.get("log") or {}
+    for i, sig in enumerate(log.get("signatures", [])):
+        literal = sig.get("literal")
+        pattern = sig.get("regex")
+        anchor = literal if literal is not None else sig["anchor"]
+        ignore_case = bool(sig.get("ignore_case", False))
+        if pattern is not None:
+            try:
+                compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+            except regex.error as exc:
+                raise RuleBookError(
+                    f"{path}: invalid rule: log.signatures[{i}].regex does not compile: {exc}"
+                ) from None
+        signatures.append(
+            Signature(
+                rule_id=rule_id,
+                index=i,
+                role=cast(Role, sig["role"]),
+                anchor=anchor,
+                literal=literal,
+                regex=pattern,
+                variant=str(sig.get("variant", "")),
+                ignore_case=ignore_case,
+            )
+        )
+    src = data.get("source")
+    source = None
+    if src:
+        ex = src["examples"]
+        source = SourceSide(
+            hazards=tuple(src["hazards"]),
+            message=str(src.get("message", data["title"])),
+            invalid=str(ex["invalid"]),
+            valid=str(ex["valid"]),
+            fixed=ex.get("fixed"),
+        )
+    examples = log.get("examples", {})
+    refine = log.get("refine") or {}
+    if refine:
+        try:
+            regex.compile(refine["code"])
+        except regex.error as exc:
+            raise RuleBookError(f"{path}: invalid rule: log.refine.code does not compile: {exc}") from None
+    return Rule(
+        id=rule_id,
+        code=str(data["code"]),
+        title=str(data["title"]),
+        family=str(data["family"]),
+        severity=cast(Severity, data["severity"]),
+        root_cause=str(data["root_cause"]).strip(),
+        fix=str(data["fix"]).strip(),
+        verify=str(data["verify"]).strip(),
+        checklist=tuple(data["checklist"]),
+        references=tuple(data["references"]),
+        path=path,
+        eager_fallback=str(data.get("eager_fallback", "")).strip(),
+        folklore=str(data.get("folklore", "")).strip(),
+        silent=bool(data.get("silent", False)),
+        asynchronous=bool(data.get("asynchronous", False)),
+        signatures=tuple(signatures),
+        log_match_examples=tuple(examples.get("match", ())),
+        log_no_match_examples=tuple(examples.get("no_match", ())),
+        source=source,
+        verified_on=tuple(dict(v) for v in data.get("verified_on", ())),
+        refine_parents=tuple(refine.get("parents", ())),
+        refine_code=refine.get("code"),
+        refine_priority=int(refine.get("priority", 0)),
+    )
+
+
+def load_rule_file(path: Path) -> Rule:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleBookError(f"{path}: cannot read rule file: {exc}") from None
+    try:
+        data = _yaml_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise RuleBookError(f"{path}: not valid YAML{where}") from None
+    if not isinstance(data, dict):
+        raise RuleBookError(f"{path}: invalid rule: the file must hold one mapping")
+    return parse_rule(data, str(path))
+
+
+def rule_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        raise RuleBookError(f"{directory}: rules folder not found")
+    return sorted(
+        p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+    )
+
+
+@dataclass
+class RuleBook:
+    rules: list[Rule]
+    by_key: dict[str, Rule] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for rule in self.rules:
+            for key in (rule.id, rule.code):
+                other = self.by_key.get(key)
+                if other is not None and other is not rule:
+                    raise RuleBookError(
+                        f"{rule.path}: invalid rule: id or code {key!r} is also used by {other.path}"
+                    )
+                self.by_key[key] = rule
+
+    def get(self, key: str) -> Rule | None:
+        return self.by_key.get(key) or self.by_key.get(key.upper())
+
+    def resolve(self, keys: Iterable[str]) -> set[str]:
+        """Map ids or codes to rule ids; unknown keys raise."""
+        out: set[str] = set()
+        for key in keys:
+            rule = self.get(key.strip())
+            if rule is None:
+                raise RuleBookError(f"unknown rule {key!r} (see `denpex rules`)")
+            out.add(rule.id)
+        return out
+
+    @property
+    def signatures(self) -> list[Signature]:
+        return [s for r in self.rules for s in r.signatures]
+
+
+@cache
+def _builtin_rules() -> tuple[Rule, ...]:
+    return tuple(load_rule_file(p) for p in rule_files(builtin_rules_dir()))
+
+
+def load_rulebook(extra_dirs: Iterable[str | Path] = ()) -> RuleBook:
+    """The built-in rules plus the user's rule folders, all validated the same way."""
+    rules = list(_builtin_rules())
+    for directory in extra_dirs:
+        rules.extend(load_rule_file(p) for p in rule_files(Path(directory)))
+    return RuleBook(rules)
