@@ -1,0 +1,5 @@
+"""The log pipeline: normalise, prefilter, attribute, decide, render."""
+
+from denpex.logs.diagnose import Diagnosis, Finding, Verdict, diagnose_path, diagnose_stream, diagnose_text
+
+__all__ = ["Diagnosis", "Finding", "Verdict", "diagnose_path", "diagnose_stream", "diagnose_text"]

@@ -1,0 +1,455 @@
+"""From signature hits to a verdict: what failed first, where, why, and how to check a fix.
+
+Public API (the CLI and the language server call these):
+    diagnose_text(text, book=None, context=100) -> Diagnosis
+    diagnose_path(path, book=None, context=100, progress=None) -> Diagnosis
+    Diagnosis.to_json() -> dict in the stable `denpex.diagnosis/1` shape
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import regex
+
+from denpex.errors import DenpexError
+from denpex.logs import frameworks
+from denpex.logs.attribution import Attribution, strip_prefixes
+from denpex.logs.matcher import Matcher
+from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
+from denpex.logs.traceback import Frame, frames_before, innermost_user_frame
+from denpex.rulebook import Rule, RuleBook, load_rulebook
+
+SCHEMA = "denpex.diagnosis/1"
+FRAME_LOOKBACK = 200
+MAX_CONTEXTS = 256
+
+_SEQ_TIMEOUT = re.compile(r"SeqNum=(\d+)")
+_LAST_ENQ = re.compile(r"[Ll]ast enqueued (?:NCCL )?work: (\d+)")
+_ROOT_CAUSE_RANK = re.compile(r"^\s*rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
+
+
+@dataclass
+class Finding:
+    rule: str
+    role: str
+    line: int
+    text: str
+    who: Attribution
+    variant: str = ""
+    count: int = 1
+    ranks: set[int] = field(default_factory=set)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule, "role": self.role, "line": self.line, "text": self.text,
+            "rank": self.who.rank, "local_rank": self.who.local_rank, "node": self.who.node,
+            "process": self.who.process, "evidence": list(self.who.evidence), "count": self.count,
+            "variant": self.variant or None,
+        }
+
+
+@dataclass
+class Verdict:
+    rule: Rule
+    finding: Finding
+    confidence: str
+    context: list[tuple[int, str]]
+    frames: list[Frame]
+    alternatives: list[dict[str, Any]]
+    via: str | None = None  # parent rule a refinement came from
+    notes: list[str] = field(default_factory=list)
+    fingerprint: Finding | None = None
+    suspects: list[int] = field(default_factory=list)
+    frameworks: list[frameworks.Framework] = field(default_factory=list)
+    first_divergence: tuple[int, str] | None = None
+
+    def fix_text(self) -> str:
+        parts = []
+        for fw in self.frameworks[:1]:
+            if self.rule.eager_fallback:
+                parts.append(f"{fw.name}: {fw.eager_flag}")
+        parts.append(self.rule.fix)
+        return "\n".join(parts)
+
+    def to_json(self, context_n: int) -> dict[str, Any]:
+        ctx = self.context[-context_n:] if context_n > 0 else []
+        f = self.finding
+        return {
+            "rule": self.rule.id, "code": self.rule.code, "title": self.rule.title,
+            "line": f.line, "text": f.text, "rank": f.who.rank, "local_rank": f.who.local_rank,
+            "node": f.who.node, "process": f.who.process, "attribution": list(f.who.evidence),
+            "confidence": self.confidence, "root_cause": self.rule.root_cause,
+            "fix": self.fix_text(), "eager_fallback": self.rule.eager_fallback or None,
+            "verify": self.rule.verify_command(), "asynchronous": self.rule.asynchronous,
+            "via": self.via, "notes": list(self.notes),
+            "context": {"start_line": ctx[0][0] if ctx else f.line, "end_line": f.line,
+                        "lines": [t for _n, t in ctx]},
+            "frames": [fr.to_json() for fr in self.frames],
+            "fingerprint": self.fingerprint.to_json() if self.fingerprint else None,
+            "suspect_ranks": self.suspects,
+            "frameworks": [fw.name for fw in self.frameworks],
+            "first_divergence": (
+                {"line": self.first_divergence[0], "text": self.first_divergence[1]}
+                if self.first_divergence else None
+            ),
+            "checklist": list(self.rule.checklist),
+            "references": list(self.rule.references),
+            "alternatives": self.alternatives,
+        }
+
+
+@dataclass
+class Diagnosis:
+    verdict: Verdict | None
+    findings: list[Finding]
+    stats: ScanStats
+    context_n: int
+    source: str
+    summary: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "input": {"source": self.source, "bytes": self.stats.bytes, "lines": self.stats.lines,
+                      "truncated_last_line": self.stats.truncated_last_line},
+            "summary": self.summary,
+            "warnings": list(self.warnings),
+            "verdict": self.verdict.to_json(self.context_n) if self.verdict else None,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+@cache
+def _default_matcher() -> Matcher:
+    return Matcher(load_rulebook())
+
+
+def matcher_for(book: RuleBook | None) -> Matcher:
+    return _default_matcher() if book is None else Matcher(book)
+
+
+class _Collector:
+    """Aggregates hits: first occurrence and count per (rule, role, writer)."""
+
+    def __init__(self, matcher: Matcher, context_n: int) -> None:
+        self.matcher = matcher
+        self.book = matcher.book
+        self.context_n = context_n
+        self.findings: dict[tuple[object, ...], Finding] = {}
+        self.first_by_rule_role: dict[tuple[str, str], Finding] = {}
+        self.contexts: dict[int, list[tuple[int, str]]] = {}  # keyed by id(Finding)
+        self.timed_out_seq: dict[int, int] = {}  # rank -> SeqNum it timed out on
+        self.last_enqueued: dict[int, int] = {}
+        self.root_cause_ranks: list[int] = []
+        self._root_cause_pending = False
+        self._root_cause_line = 0
+
+    def on_hit(self, lh: LineHit, window: Window, start: int) -> None:
+        text = lh.text
+        if "SeqNum=" in text and "imeout" in text and lh.who.rank is not None:
+            m = _SEQ_TIMEOUT.search(text)
+            if m:
+                self.timed_out_seq.setdefault(lh.who.rank, int(m.group(1)))
+        if "nqueued" in text and lh.who.rank is not None:
+            m = _LAST_ENQ.search(text)
+            if m:
+                self.last_enqueued[lh.who.rank] = int(m.group(1))
+        if "Root Cause (first observed failure)" in text:
+            self._root_cause_pending = True
+            self._root_cause_line = lh.line
+        elif self._root_cause_pending and "(local_rank:" in text:
+            m = _ROOT_CAUSE_RANK.match(strip_prefixes(text))
+            if m and lh.line - self._root_cause_line < 10:
+                self.root_cause_ranks.append(int(m.group(1)))
+                self._root_cause_pending = False
+        new_first = False
+        for hit in lh.hits:
+            sig = hit.signature
+            key = (sig.rule_id, sig.role, *lh.who.key())
+            f = self.findings.get(key)
+            if f is None:
+                f = Finding(sig.rule_id, sig.role, lh.line, text, lh.who, sig.variant)
+                self.findings[key] = f
+                if (sig.rule_id, sig.role) not in self.first_by_rule_role:
+                    self.first_by_rule_role[(sig.rule_id, sig.role)] = f
+                    new_first = True
+            else:
+                if f.line != lh.line:
+                    f.count += 1
+            if lh.who.rank is not None:
+                f.ranks.add(lh.who.rank)
+        if new_first and len(self.contexts) < MAX_CONTEXTS:
+            lines = window.lines_before(start, max(self.context_n, FRAME_LOOKBACK))
+            for hit in lh.hits:
+                f0 = self.first_by_rule_role.get((hit.signature.rule_id, hit.signature.role))
+                if f0 is not None and f0.line == lh.line and id(f0) not in self.contexts:
+                    self.contexts[id(f0)] = lines
+
+
+def _scan(stream: BinaryIO, matcher: Matcher, context_n: int,
+          progress: Callable[[int], None] | None) -> tuple[_Collector, ScanStats, list[tuple[int, str]]]:
+    collector = _Collector(matcher, context_n)
+    stats = ScanStats()
+    root_lines: list[tuple[int, str]] = []
+    for lh in iter_line_hits(stream, matcher, stats, collector.on_hit, progress):
+        if any(h.signature.rule_id == "torchrun-child-failed" for h in lh.hits):
+            root_lines.append((lh.line, lh.text))
+    return collector, stats, root_lines
+
+
+def diagnose_stream(
+    stream: BinaryIO,
+    book: RuleBook | None = None,
+    context: int = 100,
+    source: str = "<stream>",
+    progress: Callable[[int], None] | None = None,
+    head: bytes | None = None,
+) -> Diagnosis:
+    matcher = matcher_for(book)
+    collector, stats, _roots = _scan(stream, matcher, context, progress)
+    return _decide(collector, stats, context, source, head or b"")
+
+
+def diagnose_text(text: str, book: RuleBook | None = None, context: int = 100) -> Diagnosis:
+    """Diagnose a string (an editor selection, a pasted traceback)."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    return diagnose_stream(io.BytesIO(data), book, context, "<text>", head=data[:65536])
+
+
+def diagnose_path(
+    path: str | Path,
+    book: RuleBook | None = None,
+    context: int = 100,
+    progress: Callable[[int], None] | None = None,
+) -> Diagnosis:
+    p = Path(path)
+    if p.is_dir():
+        bundle_log = p / "output.log"
+        if bundle_log.is_file():
+            p = bundle_log  # a bundle made by `denpex run` / `denpex collect`
+        else:
+            raise DenpexError(f"{path}: is a directory (give a log file, '-' for stdin, or a denpex bundle)")
+    try:
+        fh = open(p, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        raise DenpexError(f"{path}: no such file") from None
+    except PermissionError:
+        raise DenpexError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise DenpexError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    with fh:
+        try:
+            head = fh.read(65536)
+            fh.seek(0)
+        except OSError as exc:
+            raise DenpexError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        try:
+            return diagnose_stream(fh, book, context, str(path), progress, head)
+        except OSError as exc:
+            raise DenpexError(f"{path}: read failed: {exc.strerror or exc}") from None
+
+
+# --- the decision -----------------------------------------------------------------------------
+
+
+def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: bytes) -> Diagnosis:
+    book = c.book
+    findings = sorted(c.findings.values(), key=lambda f: (f.line, f.rule))
+    diag = Diagnosis(None, findings, stats, context_n, source)
+    if stats.binary_bytes > 64:
+        diag.warnings.append(
+            f"input looks binary ({stats.binary_bytes} non-text bytes in the first 64 KiB); "
+            "only text lines were searched"
+        )
+    if stats.truncated_last_line:
+        diag.warnings.append("the input ends mid-line (truncated or still being written)")
+    initiating = [f for f in findings if f.role == "initiating"]
+    collateral = [f for f in findings if f.role == "collateral"]
+    context_f = [f for f in findings if f.role == "context"]
+
+    verdict: Verdict | None = None
+    if initiating:
+        first = initiating[0]
+        verdict = _verdict_for(c, book, first, "high")
+        others = {f.rule for f in initiating if f.rule != first.rule}
+        for rid in sorted(others, key=lambda r: min(f.line for f in initiating if f.rule == r)):
+            f = next(x for x in initiating if x.rule == rid)
+            rule = book.get(rid)
+            if rule is None:
+                continue
+            verdict.alternatives.append({
+                "rule": rid, "title": rule.title, "line": f.line, "rank": f.who.rank,
+                "why_not_first": "appears later in the log than the verdict line",
+            })
+        if collateral:
+            folded = _fold(collateral)
+            verdict.notes.append("collateral after the first failure: " + "; ".join(folded))
+    elif collateral:
+        first = collateral[0]
+        verdict = _verdict_for(c, book, first, "low")
+        verdict.notes.insert(
+            0,
+            "Only collateral reports were found: the initiating error is not in this text. "
+            "The evidence is incomplete; look for an earlier error on another rank, thread or log file.",
+        )
+        suspects = _suspect_ranks(c)
+        if suspects:
+            verdict.suspects = suspects
+            seq = min(c.timed_out_seq.values())
+            verdict.notes.append(
+                f"NCCL sequence numbers: ranks {_ranges(suspects)} did not get past enqueuing collective "
+                f"SeqNum={seq} that the others timed out on; look at what they were doing."
+            )
+    else:
+        hard = [f for f in context_f if (r := book.get(f.rule)) is not None and r.severity == "error"]
+        if hard:
+            verdict = _verdict_for(c, book, hard[0], "low")
+            verdict.notes.insert(0, "Only a launcher or wrapper report was found; it names no cause.")
+
+    if verdict is not None:
+        _add_weak_hints(verdict, c, findings)
+        verdict.fingerprint = _fingerprint(verdict, context_f)
+        texts = [head.decode("utf-8", errors="replace")] + [t for _n, t in verdict.context]
+        texts += [fr.path for fr in verdict.frames]
+        verdict.frameworks = frameworks.detect(texts)
+        if verdict.rule.asynchronous:
+            verdict.notes.append(
+                "CUDA reports this error asynchronously: the frame shown is where CUDA noticed it, "
+                "not where it happened. Re-run with CUDA_LAUNCH_BLOCKING=1 (or "
+                "torch.cuda.set_sync_debug_mode('error'), or compute-sanitizer python train.py) "
+                "to make it report at the faulting call."
+            )
+    diag.verdict = verdict
+    diag.summary = _summary(diag)
+    return diag
+
+
+def _verdict_for(c: _Collector, book: RuleBook, f: Finding, confidence: str) -> Verdict:
+    rule = book.get(f.rule)
+    assert rule is not None
+    lines = c.contexts.get(id(f), [])
+    frames = frames_before([*lines, (f.line, f.text)], f.who.rank, f.who.local_rank) if lines else []
+    v = Verdict(rule, f, confidence, lines, frames, [])
+    refined = _refine(book, rule, frames)
+    if refined is not None:
+        v.via = rule.id
+        v.rule = refined
+    if confidence == "high" and not frames and not lines:
+        v.confidence = "medium"
+    return v
+
+
+@cache
+def _refine_regex(pattern: str) -> regex.Pattern[str]:
+    return regex.compile(pattern)
+
+
+def _refine(book: RuleBook, parent: Rule, frames: list[Frame]) -> Rule | None:
+    frame = innermost_user_frame(frames)
+    if frame is None or not frame.code:
+        return None
+    best: Rule | None = None
+    for rule in book.rules:
+        if rule.refine_code is None or parent.id not in rule.refine_parents:
+            continue
+        try:
+            hit = _refine_regex(rule.refine_code).search(frame.code, timeout=0.05)
+        except TimeoutError:
+            hit = None
+        if hit and (best is None or rule.refine_priority > best.refine_priority):
+            best = rule
+    return best
+
+
+def _fingerprint(v: Verdict, context_f: list[Finding]) -> Finding | None:
+    before = [f for f in context_f if f.line < v.finding.line]
+    if not before:
+        return None
+    same = [f for f in before if f.who.rank == v.finding.who.rank]
+    return (same or before)[0]
+
+
+def _add_weak_hints(v: Verdict, c: _Collector, findings: list[Finding]) -> None:
+    blamed = _torchrun_root_cause_rank(v, c)
+    if blamed is None:
+        return
+    vr = v.finding.who.rank if v.finding.who.rank is not None else v.finding.who.local_rank
+    if vr is not None and blamed != vr:
+        v.alternatives.append({
+            "rule": "torchrun-child-failed", "title": "torchrun's Root Cause table", "line": None,
+            "rank": blamed,
+            "why_not_first": (
+                f"torchrun names rank {blamed} as Root Cause by exit time, but rank {vr} failed "
+                "first in the log; a rank killed by the watchdog or a signal is usually a victim"
+            ),
+        })
+        v.notes.append(
+            f"torchrun's 'Root Cause (first observed failure)' names rank {blamed}; that is a weak hint "
+            f"(it orders by detection time). The first failure in the log is on rank {vr}."
+        )
+
+
+def _torchrun_root_cause_rank(v: Verdict, c: _Collector) -> int | None:
+    return c.root_cause_ranks[0] if c.root_cause_ranks else None
+
+
+def _suspect_ranks(c: _Collector) -> list[int]:
+    if not c.timed_out_seq:
+        return []
+    seq = min(c.timed_out_seq.values())
+    return sorted(r for r, last in c.last_enqueued.items() if last < seq)
+
+
+def _fold(findings: list[Finding]) -> list[str]:
+    by_rule: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_rule.setdefault(f.rule, []).append(f)
+    out = []
+    for rule, fs in by_rule.items():
+        ranks = sorted({r for f in fs for r in f.ranks})
+        count = sum(f.count for f in fs)
+        who = f"ranks {_ranges(ranks)}: " if ranks else ""
+        out.append(f"{who}{count}x {rule}")
+    return out
+
+
+def _ranges(nums: list[int]) -> str:
+    if not nums:
+        return ""
+    out: list[str] = []
+    start = prev = nums[0]
+    for n in nums[1:]:
+        if n == prev + 1:
+            prev = n
+            continue
+        out.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = n
+    out.append(f"{start}-{prev}" if prev != start else str(start))
+    return ",".join(out)
+
+
+def _summary(d: Diagnosis) -> str:
+    v = d.verdict
+    if v is None:
+        if d.findings:
+            return "No failure diagnosed; related warnings were found (see findings)."
+        return "No known CUDA-graph failure signature found."
+    who = v.finding.who.label()
+    return f"{v.rule.title} — first at line {v.finding.line} ({who}); confidence {v.confidence}."
+
+
+def strip(text: str) -> str:
+    return strip_prefixes(text)
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0", "false")

@@ -1,0 +1,126 @@
+"""Signature matching: a literal prefilter over raw bytes, then exact checks on candidate lines.
+
+One big regex alternation cannot keep up with a multi-gigabyte log; a multi-literal
+automaton (Aho-Corasick with a SIMD prefilter) finds the few candidate lines, and only
+those are decoded, normalised and checked against each signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import ahocorasick_rs
+import regex
+
+from denpex.rulebook import RuleBook, Signature
+
+# Lines the diagnoser reads even when no rule names them (NCCL progress, tracebacks, frameworks).
+EXTRA_ANCHORS: tuple[str, ...] = (
+    "Traceback (most recent call last)",
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+    "last enqueued",
+    "Last enqueued",
+    "SeqNum=",
+    "(local_rank: ",
+)
+
+REGEX_TIMEOUT_S = 0.05  # a pathological line cannot stall a scan
+WINDOW = 4096  # characters around an anchor in which a signature regex is checked
+
+
+@dataclass(frozen=True)
+class Hit:
+    signature: Signature
+    start: int  # character offset of the match in the checked text
+    end: int
+
+
+class Matcher:
+    def __init__(self, book: RuleBook) -> None:
+        self.book = book
+        self.signatures: list[Signature] = [s for s in book.signatures]
+        anchors: list[str] = []
+        index: dict[str, int] = {}
+        self._by_anchor: list[list[Signature]] = []
+        for sig in self.signatures:
+            key = sig.anchor
+            if key not in index:
+                index[key] = len(anchors)
+                anchors.append(key)
+                self._by_anchor.append([])
+            self._by_anchor[index[key]].append(sig)
+        for extra in EXTRA_ANCHORS:
+            if extra not in index:
+                index[extra] = len(anchors)
+                anchors.append(extra)
+                self._by_anchor.append([])
+        self.anchors = anchors
+        # Leftmost-first enables the packed SIMD prefilter: about 3x faster than overlapping search.
+        self.bytes_prefilter = ahocorasick_rs.BytesAhoCorasick(
+            [a.encode("utf-8") for a in anchors], matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
+        )
+        # On a candidate line every anchor counts, overlapping or not.
+        self.text_anchors = ahocorasick_rs.AhoCorasick(anchors)
+        self._compiled: dict[tuple[str, int], regex.Pattern[str]] = {}
+        for sig in self.signatures:
+            if sig.regex is not None:
+                flags = regex.IGNORECASE if sig.ignore_case else 0
+                self._compiled[(sig.rule_id, sig.index)] = regex.compile(sig.regex, flags)
+        self._folded = [
+            (sig, sig.anchor.lower()) for sig in self.signatures if sig.ignore_case
+        ]
+
+    def candidate_offsets(self, data: bytes | bytearray | memoryview) -> list[int]:
+        return [start for _idx, start, _end in self.bytes_prefilter.find_matches_as_indexes(data)]
+
+    def match_text(self, text: str) -> list[Hit]:
+        """Every signature that matches this (normalised) text."""
+        hits: list[Hit] = []
+        seen: set[tuple[str, int]] = set()
+        found = self.text_anchors.find_matches_as_indexes(text, overlapping=True)
+        for idx, a_start, a_end in found:
+            for sig in self._by_anchor[idx]:
+                key = (sig.rule_id, sig.index)
+                if key in seen:
+                    continue
+                hit = self._confirm(sig, text, a_start, a_end)
+                if hit is not None:
+                    seen.add(key)
+                    hits.append(hit)
+        if self._folded:
+            lower = text.lower()
+            for sig, folded in self._folded:
+                key = (sig.rule_id, sig.index)
+                if key in seen:
+                    continue
+                pos = lower.find(folded)
+                if pos >= 0:
+                    hit = self._confirm(sig, text, pos, pos + len(folded))
+                    if hit is not None:
+                        seen.add(key)
+                        hits.append(hit)
+        hits.sort(key=lambda h: h.start)
+        return hits
+
+    def _confirm(self, sig: Signature, text: str, a_start: int, a_end: int) -> Hit | None:
+        if sig.regex is None:
+            return Hit(sig, a_start, a_end)
+        pattern = self._compiled[(sig.rule_id, sig.index)]
+        lo = max(0, a_start - WINDOW)
+        hi = min(len(text), a_end + WINDOW)
+        try:
+            m = pattern.search(text, lo, hi, timeout=REGEX_TIMEOUT_S)
+        except TimeoutError:
+            return None
+        if m is None:
+            return None
+        return Hit(sig, m.start(), m.end())
+
+    def rules_matching(self, text: str) -> set[str]:
+        return {h.signature.rule_id for h in self.match_text(text)}
+
+
+def anchors_of(book: RuleBook) -> Iterable[str]:
+    return sorted({s.anchor for s in book.signatures})

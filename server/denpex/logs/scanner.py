@@ -1,0 +1,187 @@
+"""Stream a log in fixed-size chunks and report signature hits with original line numbers.
+
+Memory stays flat: a chunk, the previous chunk (for context lines), and bounded
+aggregates. Only lines that contain a prefilter anchor are decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from denpex.logs.attribution import Attribution, attribute, split_glued
+from denpex.logs.matcher import Hit, Matcher
+from denpex.logs.normalise import MAX_LINE_CHARS, decode, segments
+
+CHUNK = 8 << 20
+MAX_CARRY = 4 * CHUNK  # a line longer than this is cut into pieces that share one line number
+
+
+@dataclass
+class LineHit:
+    line: int  # 1-based line of the original input
+    text: str  # the cleaned piece of the line that matched
+    hits: list[Hit]
+    who: Attribution
+    offset: int  # byte offset of the line start
+
+
+@dataclass
+class ScanStats:
+    bytes: int = 0
+    lines: int = 0
+    candidates: int = 0
+    binary_bytes: int = 0  # NUL bytes seen: a hint that the input is not text
+    truncated_last_line: bool = False
+
+
+ContextFn = Callable[[int], list[tuple[int, str]]]
+
+
+class Window:
+    """The bytes of the previous and current chunk, to recover lines before a hit."""
+
+    def __init__(self) -> None:
+        self.prev = b""
+        self.prev_first_line = 1
+        self.cur = b""
+        self.cur_first_line = 1
+
+    def lines_before(self, cur_pos: int, n: int) -> list[tuple[int, str]]:
+        """Up to n (line number, text) pairs ending before byte cur_pos of the current chunk."""
+        out: list[tuple[int, str]] = []
+        line_no = self.cur_first_line + self.cur.count(b"\n", 0, cur_pos)
+        for buf, end in ((self.cur, cur_pos), (self.prev, len(self.prev))):
+            if buf is self.prev:
+                line_no = self.cur_first_line
+            while len(out) < n and end > 0:
+                stop = end - 1 if buf[end - 1 : end] == b"\n" else end
+                start = buf.rfind(b"\n", 0, stop) + 1
+                line_no -= 1
+                out.append((line_no, decode(buf[start : min(stop, start + 4000)])))
+                end = start
+            if len(out) >= n:
+                break
+        out.reverse()
+        return out
+
+
+def iter_line_hits(
+    stream: BinaryIO,
+    matcher: Matcher,
+    stats: ScanStats,
+    on_context: Callable[[LineHit, Window, int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[LineHit]:
+    """Yield every line (or glued piece of a line) that matches at least one signature."""
+    window = Window()
+    carry = b""
+    line_base = 1  # line number of the first byte of `buf`
+    carry_continues = False  # carry is the tail of an over-long line already reported on
+    while True:
+        data = stream.read(CHUNK)
+        eof = not data
+        buf = carry + data if carry else data
+        if not buf:
+            break
+        if eof:
+            cut = len(buf)
+        else:
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:
+                if len(buf) < MAX_CARRY:
+                    carry = buf
+                    continue
+                cut = len(buf)  # over-long line: scan what we have, keep numbering
+        body = buf[:cut]
+        carry = buf[cut:]
+        if stats.bytes == 0:
+            stats.binary_bytes = _binary_bytes(body[:65536])
+        stats.bytes += len(body)
+        window.prev, window.prev_first_line = window.cur, window.cur_first_line
+        window.cur, window.cur_first_line = body, line_base
+        offsets = matcher.candidate_offsets(body)
+        last_line_start = -1
+        counted_to = 0
+        line_no = line_base
+        for pos in offsets:
+            if pos < last_line_start:
+                continue
+            start = body.rfind(b"\n", 0, pos) + 1
+            if start <= last_line_start:
+                continue
+            end = body.find(b"\n", pos)
+            if end < 0:
+                end = len(body)
+            line_no += body.count(b"\n", counted_to, start)
+            counted_to = start
+            last_line_start = end + 1 if end < len(body) else len(body) + 1
+            stats.candidates += 1
+            yield from _check_line(body, start, end, line_no, matcher, window, on_context)
+        newlines = body.count(b"\n")
+        stats.lines += newlines
+        line_base += newlines
+        if cut == len(buf) and not eof and not body.endswith(b"\n"):
+            carry_continues = True
+        else:
+            carry_continues = False
+        if progress is not None:
+            progress(stats.bytes)
+        if eof:
+            if body and not body.endswith(b"\n"):
+                stats.lines += 1
+                stats.truncated_last_line = not carry_continues
+            break
+
+
+def _check_line(
+    body: bytes,
+    start: int,
+    end: int,
+    line_no: int,
+    matcher: Matcher,
+    window: Window,
+    on_context: Callable[[LineHit, Window, int], None] | None,
+) -> Iterator[LineHit]:
+    raw = body[start:end]
+    if len(raw) > 4 * MAX_LINE_CHARS:
+        # A huge line: check windows around each anchor instead of the whole line.
+        pieces = _windows(raw, matcher)
+    else:
+        pieces = [decode(raw)]
+    for piece in pieces:
+        for seg in segments(piece):
+            if "\x00" in seg:
+                seg = seg.replace("\x00", "")
+            for _off, part in split_glued(seg):
+                hits = matcher.match_text(part)
+                # lines without a signature still matter to the collector (NCCL sequence
+                # numbers, torchrun's Root Cause table), so every candidate piece is reported
+                lh = LineHit(line=line_no, text=part[:2000], hits=hits, who=attribute(part), offset=start)
+                if on_context is not None:
+                    on_context(lh, window, start)
+                yield lh
+
+
+def _windows(raw: bytes, matcher: Matcher) -> list[str]:
+    out: list[str] = []
+    last_end = -1
+    for pos in matcher.candidate_offsets(raw):
+        if pos < last_end:
+            continue
+        lo = max(0, pos - MAX_LINE_CHARS)
+        hi = min(len(raw), pos + MAX_LINE_CHARS)
+        out.append(decode(raw[lo:hi]))
+        last_end = hi
+        if len(out) >= 64:
+            break
+    return out
+
+
+_TEXT_BYTES = bytes(range(32, 127)) + b"\t\n\r\x1b\x0c\x08"
+
+
+def _binary_bytes(sample: bytes) -> int:
+    """Bytes in the sample that no text log holds (NUL and stray control bytes)."""
+    return len(sample.translate(None, _TEXT_BYTES + bytes(range(128, 256))))

@@ -1,0 +1,71 @@
+"""Python frames of the exception that a signature line belongs to."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from denpex.logs.attribution import attribute, strip_prefixes
+
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"\n]{1,1000})", line (?P<line>\d{1,9}), in (?P<func>\S{1,300})')
+_LIB = re.compile(
+    r"(?:^<frozen |/site-packages/|/dist-packages/|/lib/python\d(?:\.\d+)?/(?!site-packages)|^<string>|^<stdin>)"
+)
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    line: int
+    function: str
+    code: str
+    log_line: int  # where the frame header sits in the log
+
+    @property
+    def is_library(self) -> bool:
+        return bool(_LIB.search(self.path))
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "function": self.function, "code": self.code,
+                "log_line": self.log_line, "library": self.is_library}
+
+
+def frames_before(
+    lines: list[tuple[int, str]], hit_rank: int | None, hit_local: int | None
+) -> list[Frame]:
+    """Frames of the traceback that ends just before the last of `lines`.
+
+    Lines from other ranks (interleaved writers) are skipped; the walk stops at the
+    traceback header or at a chained-exception separator.
+    """
+    own: list[tuple[int, str]] = []
+    for no, text in lines:
+        who = attribute(text)
+        if hit_rank is not None and who.rank is not None and who.rank != hit_rank:
+            continue
+        if hit_local is not None and who.local_rank is not None and who.local_rank != hit_local:
+            continue
+        own.append((no, strip_prefixes(text)))
+    frames: list[Frame] = []
+    code_after: dict[int, str] = {}
+    for i in range(len(own) - 1, -1, -1):
+        no, text = own[i]
+        if text.startswith("Traceback (most recent call last)") or text.startswith("During handling") or text.startswith("The above exception"):
+            break
+        m = _FRAME.match(text)
+        if m:
+            code = code_after.get(i + 1, "")
+            frames.append(Frame(m["path"], int(m["line"]), m["func"], code, no))
+        else:
+            stripped = text.strip()
+            if stripped and not set(stripped) <= {"^", "~", " "}:
+                code_after[i] = stripped
+    frames.reverse()
+    return frames
+
+
+def innermost_user_frame(frames: list[Frame]) -> Frame | None:
+    for frame in reversed(frames):
+        if not frame.is_library:
+            return frame
+    return None
