@@ -339,7 +339,7 @@ def _verdict_for(c: _Collector, book: RuleBook, f: Finding, confidence: str) -> 
     lines = c.contexts.get(id(f), [])
     frames = frames_before([*lines, (f.line, f.text)], f.who.rank, f.who.local_rank) if lines else []
     v = Verdict(rule, f, confidence, lines, frames, [])
-    refined = _refine(book, rule, frames)
+    refined = _refine(book, rule, frames, lines)
     if refined is not None:
         v.via = rule.id
         v.rule = refined
@@ -353,18 +353,24 @@ def _refine_regex(pattern: str) -> regex.Pattern[str]:
     return regex.compile(pattern)
 
 
-def _refine(book: RuleBook, parent: Rule, frames: list[Frame]) -> Rule | None:
+def _refine(book: RuleBook, parent: Rule, frames: list[Frame],
+            lines: list[tuple[int, str]]) -> Rule | None:
+    """A more specific rule for a parent's verdict, from the failing source line or nearby text."""
     frame = innermost_user_frame(frames)
-    if frame is None or not frame.code:
-        return None
+    code = frame.code if frame is not None else ""
+    recent = "\n".join(t for _n, t in lines[-60:])
     best: Rule | None = None
     for rule in book.rules:
-        if rule.refine_code is None or parent.id not in rule.refine_parents:
+        if parent.id not in rule.refine_parents:
             continue
+        hit = False
         try:
-            hit = _refine_regex(rule.refine_code).search(frame.code, timeout=0.05)
+            if rule.refine_code is not None and code:
+                hit = _refine_regex(rule.refine_code).search(code, timeout=0.05) is not None
+            if not hit and rule.refine_context is not None and recent:
+                hit = _refine_regex(rule.refine_context).search(recent, timeout=0.05) is not None
         except TimeoutError:
-            hit = None
+            hit = False
         if hit and (best is None or rule.refine_priority > best.refine_priority):
             best = rule
     return best

@@ -91,10 +91,14 @@ def parse_rule(data: Mapping[str, Any], path: str) -> Rule:
     examples = log.get("examples", {})
     refine = log.get("refine") or {}
     if refine:
-        try:
-            regex.compile(refine["code"])
-        except regex.error as exc:
-            raise RuleBookError(f"{path}: invalid rule: log.refine.code does not compile: {exc}") from None
+        for key in ("code", "context"):
+            if key in refine:
+                try:
+                    regex.compile(refine[key])
+                except regex.error as exc:
+                    raise RuleBookError(
+                        f"{path}: invalid rule: log.refine.{key} does not compile: {exc}"
+                    ) from None
     return Rule(
         id=rule_id,
         code=str(data["code"]),
@@ -119,6 +123,7 @@ def parse_rule(data: Mapping[str, Any], path: str) -> Rule:
         refine_parents=tuple(refine.get("parents", ())),
         refine_code=refine.get("code"),
         refine_priority=int(refine.get("priority", 0)),
+        refine_context=refine.get("context"),
     )
 
 

@@ -56,11 +56,12 @@ class Rule:
     refine_parents: tuple[str, ...] = ()
     refine_code: str | None = None  # regex over the innermost user frame's source text
     refine_priority: int = 0
+    refine_context: str | None = None  # regex over the lines just before the parent's line
     verified_on: tuple[dict[str, str], ...] = field(default=())
 
     @property
     def has_log_side(self) -> bool:
-        return bool(self.signatures) or self.refine_code is not None
+        return bool(self.signatures) or self.refine_code is not None or self.refine_context is not None
 
     def verify_command(self) -> str:
         return self.verify.replace("{rule}", self.id)
