@@ -102,21 +102,19 @@ def iter_line_hits(
         window.prev, window.prev_first_line = window.cur, window.cur_first_line
         window.cur, window.cur_first_line = body, line_base
         offsets = matcher.candidate_offsets(body)
-        last_line_start = -1
+        next_line_start = 0  # matches before this byte belong to a line already checked
         counted_to = 0
         line_no = line_base
         for pos in offsets:
-            if pos < last_line_start:
+            if pos < next_line_start:
                 continue
             start = body.rfind(b"\n", 0, pos) + 1
-            if start <= last_line_start:
-                continue
             end = body.find(b"\n", pos)
             if end < 0:
                 end = len(body)
             line_no += body.count(b"\n", counted_to, start)
             counted_to = start
-            last_line_start = end + 1 if end < len(body) else len(body) + 1
+            next_line_start = end + 1
             stats.candidates += 1
             yield from _check_line(body, start, end, line_no, matcher, window, on_context)
         newlines = body.count(b"\n")
