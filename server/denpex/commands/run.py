@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         appeared = sorted(expect & found)
         failed = rc != 0 or bool(appeared)
         if failed:
-            sys.stderr.write("\n" + "=" * 72 + "\ndenpex: the command failed (exit code %d)\n" % rc)
+            sys.stderr.write("\n" + "=" * 72 + f"\ndenpex: the command failed (exit code {rc})\n")
             if d.verdict is not None:
                 sys.stderr.write(render_text(d, colour=sys.stderr.isatty()))
             else:

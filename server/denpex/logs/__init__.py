@@ -1,5 +1,12 @@
 """The log pipeline: normalise, prefilter, attribute, decide, render."""
 
-from denpex.logs.diagnose import Diagnosis, Finding, Verdict, diagnose_path, diagnose_stream, diagnose_text
+from denpex.logs.diagnose import (
+    Diagnosis,
+    Finding,
+    Verdict,
+    diagnose_path,
+    diagnose_stream,
+    diagnose_text,
+)
 
 __all__ = ["Diagnosis", "Finding", "Verdict", "diagnose_path", "diagnose_stream", "diagnose_text"]

@@ -80,10 +80,7 @@ def attribute(text: str) -> Attribution:
         elif name == "mpi" and a.rank is None:
             a.rank = int(m.group(2))
             a.evidence.append(f"MPI prefix {m.group(0)}")
-        elif name == "vllm" and a.rank is None:
-            a.rank, a.process = int(m.group(1)), m.group(2)
-            a.evidence.append(f"vLLM worker prefix {m.group(0)}")
-        elif name == "vllm_tp" and a.rank is None:
+        elif (name == "vllm" and a.rank is None) or (name == "vllm_tp" and a.rank is None):
             a.rank, a.process = int(m.group(1)), m.group(2)
             a.evidence.append(f"vLLM worker prefix {m.group(0)}")
         elif name == "ray" and a.process is None:

@@ -29,10 +29,7 @@ def redacted_env(env: dict[str, str] | None = None) -> dict[str, str]:
         if not key.startswith(_ENV_PREFIXES):
             continue
         value = env[key]
-        if _SECRET.search(key):
-            value = "<redacted>"
-        else:
-            value = _URL_CREDS.sub("<redacted>@", value)
+        value = "<redacted>" if _SECRET.search(key) else _URL_CREDS.sub("<redacted>@", value)
         out[key] = value
     return out
 

@@ -143,11 +143,8 @@ def _check_line(
     on_context: Callable[[LineHit, Window, int], None] | None,
 ) -> Iterator[LineHit]:
     raw = body[start:end]
-    if len(raw) > 4 * MAX_LINE_CHARS:
-        # A huge line: check windows around each anchor instead of the whole line.
-        pieces = _windows(raw, matcher)
-    else:
-        pieces = [decode(raw)]
+    # A huge line is checked in windows around each anchor, not as a whole.
+    pieces = _windows(raw, matcher) if len(raw) > 4 * MAX_LINE_CHARS else [decode(raw)]
     for piece in pieces:
         for seg in segments(piece):
             if "\x00" in seg:

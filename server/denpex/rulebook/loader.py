@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, cast
 
 import fastjsonschema
 import regex
@@ -36,7 +36,7 @@ def _validator() -> Callable[[Any], Any]:
 
 def _yaml_load(text: str) -> Any:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(text, Loader=loader)  # noqa: S506 - safe loader
+    return yaml.load(text, Loader=loader)
 
 
 def _field_path(message: str) -> str:
@@ -60,7 +60,7 @@ def parse_rule(data: Mapping[str, Any], path: str) -> Rule:
         ignore_case = bool(sig.get("ignore_case", False))
         if pattern is not None:
             try:
-                compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+                regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
             except regex.error as exc:
                 raise RuleBookError(
                     f"{path}: invalid rule: log.signatures[{i}].regex does not compile: {exc}"
