@@ -15,6 +15,7 @@ import yaml
 
 from denpex.errors import RuleBookError
 from denpex.rulebook.model import Role, Rule, Severity, Signature, SourceSide
+from denpex.rulebook.safety import problems
 
 SCHEMA_NAME = "rule.schema.json"
 
@@ -65,6 +66,12 @@ def parse_rule(data: Mapping[str, Any], path: str) -> Rule:
                 raise RuleBookError(
                     f"{path}: invalid rule: log.signatures[{i}].regex does not compile: {exc}"
                 ) from None
+            unsafe = problems(pattern)
+            if unsafe:
+                raise RuleBookError(
+                    f"{path}: invalid rule: log.signatures[{i}].regex can backtrack catastrophically "
+                    f"({unsafe[0]}); bound the repeats, e.g. [^\\n]{{0,200}}"
+                )
         signatures.append(
             Signature(
                 rule_id=rule_id,
