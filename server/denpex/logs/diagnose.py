@@ -46,6 +46,7 @@ class Finding:
     variant: str = ""
     count: int = 1
     ranks: set[int] = field(default_factory=set)
+    span: int = 0  # length of the matched text: on one line, the longer (more specific) match wins
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -174,10 +175,11 @@ class _Collector:
         new_first = False
         for hit in lh.hits:
             sig = hit.signature
-            key = (sig.rule_id, sig.role, *lh.who.key())
+            key = (sig.rule_id, sig.role, sig.index, *lh.who.key())
             f = self.findings.get(key)
             if f is None:
-                f = Finding(sig.rule_id, sig.role, lh.line, text, lh.who, sig.variant)
+                f = Finding(sig.rule_id, sig.role, lh.line, text, lh.who, sig.variant,
+                            span=hit.end - hit.start)
                 self.findings[key] = f
                 if (sig.rule_id, sig.role) not in self.first_by_rule_role:
                     self.first_by_rule_role[(sig.rule_id, sig.role)] = f
@@ -263,7 +265,7 @@ def diagnose_path(
 
 def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: bytes) -> Diagnosis:
     book = c.book
-    findings = sorted(c.findings.values(), key=lambda f: (f.line, f.rule))
+    findings = sorted(c.findings.values(), key=lambda f: (f.line, -f.span, f.rule))
     diag = Diagnosis(None, findings, stats, context_n, source)
     if stats.binary_bytes > 64:
         diag.warnings.append(
@@ -377,11 +379,21 @@ def _refine(book: RuleBook, parent: Rule, frames: list[Frame],
 
 
 def _fingerprint(v: Verdict, context_f: list[Finding]) -> Finding | None:
+    """The first related warning before the verdict line, preferring the verdict's own writer.
+
+    Related means a context report of the verdict's rule, of the rule it was refined from, or
+    of a rule that rule can be refined from; failing that, any earlier context report.
+    """
     before = [f for f in context_f if f.line < v.finding.line]
     if not before:
         return None
-    same = [f for f in before if f.who.rank == v.finding.who.rank]
-    return (same or before)[0]
+    related_ids = {v.rule.id, *(v.rule.refine_parents)}
+    if v.via:
+        related_ids.add(v.via)
+    related = [f for f in before if f.rule in related_ids]
+    pool = related or before
+    same = [f for f in pool if f.who.rank == v.finding.who.rank]
+    return (same or pool)[0]
 
 
 def _add_weak_hints(v: Verdict, c: _Collector, findings: list[Finding]) -> None:
