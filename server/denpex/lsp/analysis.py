@@ -1,0 +1,237 @@
+"""The one place the language server touches the source analyser (`denpex.source`).
+
+Everything else in `denpex.lsp` sees `SourceFinding` (from `denpex.source.model`) and the small
+`RegionSummary` below. While the analyser's entry point (`denpex.source.analyse_source`) is not
+importable, a deliberately small stand-in (`.item()` reached from `with torch.cuda.graph`) keeps
+the server usable; `Analyzer.real` says which one runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from denpex.lsp.settings import Settings
+from denpex.source.model import CaptureSite, Fix, SourceFinding, TextEdit
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RegionSummary:
+    """A capture opener: where it is, what kind, what it reaches, what was found in it."""
+
+    line: int  # 0-based
+    start_col: int
+    end_col: int
+    kind: str
+    callees: tuple[str, ...] = ()
+    findings: tuple[SourceFinding, ...] = field(default=())
+
+
+_OPENER = re.compile(
+    r"(?P<graph>\b(?:cuda\.)?graph\s*\()|(?P<begin>\.capture_begin\s*\()"
+    r"|(?P<mgc>\bmake_graphed_callables\s*\()|(?P<compile>\bcompile\s*\()"
+)
+
+
+def find_openers(text: str, line: int) -> list[tuple[int, int, str]]:
+    """Capture openers on one line of `text`: (start, end, kind) in code points."""
+    lines = text.splitlines()
+    if not 0 <= line < len(lines):
+        return []
+    src = lines[line].split("#", 1)[0]
+    out: list[tuple[int, int, str]] = []
+    for m in _OPENER.finditer(src):
+        kind = m.lastgroup or "graph"
+        if kind == "compile" and not re.search(r"reduce-overhead|max-autotune|cudagraphs", lines[line]):
+            continue
+        if kind == "graph" and "CUDAGraph" in m.group(0):
+            continue
+        out.append((m.start(), m.end() - 1, {"graph": "graph", "begin": "capture_begin",
+                                              "mgc": "graphed_callables", "compile": "compile"}[kind]))
+    return out
+
+
+class Analyzer:
+    """Source analysis for the server: the real analyser when present, the stand-in otherwise."""
+
+    def __init__(self, log: Log) -> None:
+        self._log = log
+        self._real: Callable[..., Any] | None = None
+        self._workspace: Any = None
+        self._ws_factory: Callable[..., Any] | None = None
+        try:
+            mod = importlib.import_module("denpex.source")
+            self._real = getattr(mod, "analyse_source", None)
+            self._ws_factory = getattr(mod, "Workspace", None)
+        except ImportError as exc:  # pragma: no cover - the package always exists
+            log(f"source analyser unavailable: {exc}")
+
+    @property
+    def real(self) -> bool:
+        return self._real is not None
+
+    # workspace index -------------------------------------------------------------------------
+
+    def set_folders(self, folders: Iterable[str]) -> None:
+        if self._ws_factory is None:
+            return
+        try:
+            self._workspace = self._ws_factory(list(folders))
+        except Exception as exc:
+            self._log(f"workspace index failed: {exc!r}")
+            self._workspace = None
+
+    def update_file(self, path: str, text: str | None) -> None:
+        ws = self._workspace
+        if ws is None:
+            return
+        try:
+            if text is None:
+                getattr(ws, "remove", lambda _p: None)(path)
+            else:
+                getattr(ws, "update", lambda _p, _t: None)(path, text)
+        except Exception as exc:
+            self._log(f"workspace index update failed for {path}: {exc!r}")
+
+    # analysis ----------------------------------------------------------------------------------
+
+    def analyse(self, text: str, path: str, settings: Settings) -> list[SourceFinding]:
+        if self._real is not None:
+            config = _real_config(settings)
+            return list(self._real(text, path, config=config, workspace=self._workspace))
+        return _fallback_analyse(text, path, settings)
+
+    def regions(self, text: str, path: str, findings: list[SourceFinding], line: int) -> list[RegionSummary]:
+        """Capture openers on `line`, each with the callees and findings it reaches."""
+        out: list[RegionSummary] = []
+        for start, end, kind in find_openers(text, line):
+            mine = tuple(f for f in findings if f.capture_site is not None and f.capture_site.line == line)
+            callees: list[str] = []
+            for f in mine:
+                for name in f.via:
+                    if name not in callees:
+                        callees.append(name)
+            out.append(RegionSummary(line, start, end, kind, tuple(callees), mine))
+        return out
+
+
+def _real_config(settings: Settings) -> Any:
+    """The analyser's configuration object built from the server's settings."""
+    try:
+        mod = importlib.import_module("denpex.source")
+    except ImportError:  # pragma: no cover
+        return None
+    cls = getattr(mod, "SourceConfig", None) or getattr(mod, "Config", None)
+    if cls is None:
+        return None
+    values = {
+        "select": settings.select, "ignore": settings.ignore, "severity": dict(settings.severity),
+        "capture_wrappers": settings.capture_wrappers, "guards": settings.guards,
+    }
+    try:
+        return cls(**values)
+    except TypeError:
+        return None
+
+
+# --- stand-in analyser -------------------------------------------------------------------------
+
+_SUPPRESS = re.compile(r"#\s*denpex:\s*ignore(?:\[(?P<ids>[^\]]*)\])?")
+_RULE, _CODE = "capture-item-sync", "DPX101"
+_MESSAGE = "`.item()` inside a CUDA-graph capture synchronises with the GPU and fails (CUDA 900)"
+
+
+def _cp(line: str, byte_col: int) -> int:
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+
+def _dotted(node: ast.expr) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _suppressed(line: str, rule: str, code: str) -> bool:
+    m = _SUPPRESS.search(line)
+    if m is None:
+        return False
+    ids = m.group("ids")
+    return ids is None or any(s.strip() in (rule, code) for s in ids.split(","))
+
+
+def _fallback_analyse(text: str, path: str, settings: Settings) -> list[SourceFinding]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    lines = text.splitlines()
+    funcs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            funcs.setdefault(node.name, node)
+    openers = {"torch.cuda.graph", "cuda.graph", "graph", "torch.cuda.graphs.graph", *settings.capture_wrappers}
+    out: list[SourceFinding] = []
+    seen: set[tuple[int, int]] = set()
+
+    def visit(body: list[ast.stmt], site: CaptureSite, header: tuple[ast.With, ast.withitem],
+              via: tuple[str, ...], depth: int) -> None:
+        for stmt in body:
+            for node in ast.walk(stmt):
+                if not isinstance(node, ast.Call):
+                    continue
+                fn = node.func
+                if isinstance(fn, ast.Attribute) and fn.attr == "item" and not node.args:
+                    add(node, fn, site, header, via)
+                name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+                if name in funcs and depth < 4 and name not in via:
+                    visit(funcs[name].body, site, header, (*via, name), depth + 1)
+
+    def add(call: ast.Call, fn: ast.Attribute, site: CaptureSite, header: tuple[ast.With, ast.withitem],
+            via: tuple[str, ...]) -> None:
+        ln = call.lineno - 1
+        if (ln, call.col_offset) in seen or ln >= len(lines) or call.end_lineno != call.lineno:
+            return
+        seen.add((ln, call.col_offset))
+        text_line = lines[ln]
+        if _suppressed(text_line, _RULE, _CODE):
+            return
+        sc, ec = _cp(text_line, call.col_offset), _cp(text_line, call.end_col_offset or 0)
+        vend = _cp(lines[fn.value.end_lineno - 1], fn.value.end_col_offset or 0) if fn.value.end_lineno else sc
+        drop = Fix("Keep the value on the device: drop .item()", "unsafe",
+                   (TextEdit(ln, vend, ln, ec, ""),))
+        _with, item = header
+        hl = item.context_expr.lineno - 1
+        hs = _cp(lines[hl], item.context_expr.col_offset)
+        he = _cp(lines[hl], item.context_expr.end_col_offset or 0)
+        edits = [TextEdit(hl, hs, hl, he, "contextlib.nullcontext()")]
+        if "import contextlib" not in text:
+            edits.insert(0, TextEdit(0, 0, 0, 0, "import contextlib\n"))
+        eager = Fix("Eager fallback: run without CUDA graph capture", "unsafe", tuple(edits))
+        end = len(text_line)
+        suppression = Fix(f"Disable {_CODE} for this line", "safe",
+                          (TextEdit(ln, end, ln, end, f"  # denpex: ignore[{_RULE}]"),))
+        out.append(SourceFinding(
+            rule=_RULE, code=_CODE, severity="error", message=_MESSAGE, path=path,
+            start_line=ln, start_col=sc, end_line=ln, end_col=ec, hazard="item-call",
+            capture_site=site, fixes=(drop, eager), suppression=suppression, via=via,
+        ))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.With | ast.AsyncWith):
+            for item in node.items:
+                ce = item.context_expr
+                if isinstance(ce, ast.Call) and _dotted(ce.func) in openers:
+                    site = CaptureSite(path, ce.lineno - 1, "graph")
+                    visit(node.body, site, (node, item), (), 0)  # type: ignore[arg-type]
+    out.sort(key=lambda f: (f.start_line, f.start_col))
+    return out
