@@ -73,7 +73,7 @@ def test_first_failing_rank_wins_over_later_timeouts() -> None:
     assert d.verdict is not None
     assert d.verdict.finding.who.rank == 5
     assert d.verdict.finding.who.local_rank == 5
-    assert text.splitlines()[d.verdict.finding.line - 1].endswith("stream is capturing")
+    assert text.split("\n")[d.verdict.finding.line - 1].endswith("stream is capturing")
     assert any("watchdog" in n.lower() or "nccl-watchdog" in n for n in d.verdict.notes)
 
 

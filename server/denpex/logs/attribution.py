@@ -24,8 +24,9 @@ _PREFIX_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("self", re.compile(r"(?:^|[\s\[(])[Rr]ank[ =:]\s?(\d{1,6})(?:\]|\)|:|,|\s)")),
     ("slurm", re.compile(r"^\s{0,3}(\d{1,5}): ")),
 )
-# A rank prefix glued after other text by an interleaved writer ("...2.0[rank0] warmup").
-_GLUED = re.compile(r"(?<=\S)(?=\[(?:rank|default)\d{1,6}\])")
+# A rank prefix glued after other text by an interleaved writer ("...2.0[rank0] warmup");
+# not a stacked prefix such as "[default0]:[rank0]:".
+_GLUED = re.compile(r"(?<=.)(?<![\s\]:])(?=\[(?:rank|default)\d{1,6}\])")
 
 
 @dataclass

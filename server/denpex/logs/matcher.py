@@ -7,6 +7,7 @@ those are decoded, normalised and checked against each signature.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,6 +28,15 @@ EXTRA_ANCHORS: tuple[str, ...] = (
 )
 
 REGEX_TIMEOUT_S = 0.05  # a pathological line cannot stall a scan
+# Two-stage prefilter: the SIMD packed searcher (Teddy) in the aho-corasick crate takes at most
+# 64 patterns; past that a scan drops to the plain automaton (about 4x slower). Stage one searches
+# short keys, each a substring of some anchors and together covering all of them; stage two runs
+# the full anchor automaton on each line a key hit. Exact: a line holds an anchor only if it
+# holds one of its keys, and no anchor spans a newline, so leftmost-first results per line equal
+# those of one pass over the whole chunk.
+KEY_MIN = 8  # shortest key cut from an anchor (shorter anchors are their own key)
+MAX_KEYS = 64
+KEY_HITS_PER_MIB = 1000  # past this many key hits, the single automaton is cheaper for that chunk
 WINDOW = 4096  # characters around an anchor in which a signature regex is checked
 
 
@@ -61,6 +71,13 @@ class Matcher:
         self.bytes_prefilter = ahocorasick_rs.BytesAhoCorasick(
             [a.encode("utf-8") for a in anchors], matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
         )
+        self.key_prefilter: ahocorasick_rs.BytesAhoCorasick | None = None
+        if len(anchors) > MAX_KEYS and not any("\n" in a for a in anchors):
+            keys = cover_keys([a.encode("utf-8") for a in anchors], KEY_MIN)
+            if len(keys) <= MAX_KEYS:
+                self.key_prefilter = ahocorasick_rs.BytesAhoCorasick(
+                    keys, matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
+                )
         # On a candidate line every anchor counts, overlapping or not.
         self.text_anchors = ahocorasick_rs.AhoCorasick(anchors)
         self._compiled: dict[tuple[str, int], regex.Pattern[str]] = {}
@@ -73,7 +90,24 @@ class Matcher:
         ]
 
     def candidate_offsets(self, data: bytes | bytearray | memoryview) -> list[int]:
-        return [start for _idx, start, _end in self.bytes_prefilter.find_matches_as_indexes(data)]
+        """Start offsets of the leftmost-first, non-overlapping anchor matches in data."""
+        if self.key_prefilter is None or isinstance(data, memoryview):
+            return [start for _idx, start, _end in self.bytes_prefilter.find_matches_as_indexes(data)]
+        key_hits = self.key_prefilter.find_matches_as_indexes(data)
+        if len(key_hits) > KEY_HITS_PER_MIB * (len(data) / (1 << 20) + 1):
+            return [start for _idx, start, _end in self.bytes_prefilter.find_matches_as_indexes(data)]
+        out: list[int] = []
+        full = self.bytes_prefilter.find_matches_as_indexes
+        line_end = -1
+        for _idx, pos, _end in key_hits:
+            if pos < line_end:
+                continue  # this line was checked already
+            start = data.rfind(b"\n", 0, pos) + 1
+            line_end = data.find(b"\n", pos)
+            if line_end < 0:
+                line_end = len(data)
+            out.extend(start + s for _i, s, _e in full(data[start:line_end]))
+        return out
 
     def match_text(self, text: str) -> list[Hit]:
         """Every signature that matches this (normalised) text."""
@@ -120,6 +154,26 @@ class Matcher:
 
     def rules_matching(self, text: str) -> set[str]:
         return {h.signature.rule_id for h in self.match_text(text)}
+
+
+def cover_keys(anchors: list[bytes], min_len: int) -> list[bytes]:
+    """Few short keys such that every anchor contains at least one (greedy set cover).
+
+    Keys are cut from the anchors; a tie goes to a key with a byte other than a lowercase
+    letter or space (rarer in ordinary log text), then to the longer, then to the smaller key.
+    """
+    uncovered = set(anchors)
+    keys: list[bytes] = []
+    plain = set(b"abcdefghijklmnopqrstuvwxyz ")
+    while uncovered:
+        count: Counter[bytes] = Counter()
+        for a in uncovered:
+            n = min(min_len, len(a))
+            count.update({a[i : i + n] for i in range(len(a) - n + 1)})
+        best = min(count, key=lambda k: (-count[k], set(k) <= plain, -len(k), k))
+        keys.append(best)
+        uncovered = {a for a in uncovered if best not in a}
+    return sorted(keys)
 
 
 def anchors_of(book: RuleBook) -> Iterable[str]:
