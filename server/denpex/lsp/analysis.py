@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -57,20 +58,31 @@ def find_openers(text: str, line: int) -> list[tuple[int, int, str]]:
     return out
 
 
+def _load(module: str, name: str) -> Any:
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+
+
 class Analyzer:
     """Source analysis for the server: the real analyser when present, the stand-in otherwise."""
 
+    MAX_INDEX_FILES = 5_000
+    MAX_INDEX_BYTES = 1_000_000
+
     def __init__(self, log: Log) -> None:
         self._log = log
-        self._real: Callable[..., Any] | None = None
+        self._real: Callable[..., Any] | None = (
+            _load("denpex.source", "analyse_source") or _load("denpex.source.analyse", "analyse_source"))
+        self._ws_factory: Callable[..., Any] | None = (
+            _load("denpex.source", "Workspace") or _load("denpex.source.workspace", "Workspace"))
         self._workspace: Any = None
-        self._ws_factory: Callable[..., Any] | None = None
-        try:
-            mod = importlib.import_module("denpex.source")
-            self._real = getattr(mod, "analyse_source", None)
-            self._ws_factory = getattr(mod, "Workspace", None)
-        except ImportError as exc:  # pragma: no cover - the package always exists
-            log(f"source analyser unavailable: {exc}")
+        self._folders: list[str] = []
+        self._config_key: tuple[Any, ...] | None = None
+        self._config: Any = None
+        if self._real is None:
+            log("denpex.source.analyse_source not found: using the built-in stand-in analyser")
 
     @property
     def real(self) -> bool:
@@ -79,13 +91,43 @@ class Analyzer:
     # workspace index -------------------------------------------------------------------------
 
     def set_folders(self, folders: Iterable[str]) -> None:
-        if self._ws_factory is None:
+        self._folders = list(folders)
+        if self._ws_factory is None or self._real is None:
             return
         try:
-            self._workspace = self._ws_factory(list(folders))
+            self._workspace = self._ws_factory(self._folders)
         except Exception as exc:
             self._log(f"workspace index failed: {exc!r}")
             self._workspace = None
+
+    def workspace_files(self, skip: Iterable[str] = ()) -> list[str]:
+        """Python files of the folders to index (bounded), minus `skip`."""
+        from denpex.lsp.paths import SKIP_DIRS
+
+        skipped = set(skip)
+        out: list[str] = []
+        for folder in self._folders:
+            for root, dirs, files in os.walk(folder):
+                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+                for name in sorted(files):
+                    if name.endswith(".py"):
+                        p = os.path.join(root, name)
+                        if p not in skipped:
+                            out.append(p)
+                            if len(out) >= self.MAX_INDEX_FILES:
+                                return out
+        return out
+
+    def index_file(self, path: str) -> None:
+        """Add a file from disk to the workspace index (if small enough and readable)."""
+        try:
+            if os.path.getsize(path) > self.MAX_INDEX_BYTES:
+                return
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError):
+            return
+        self.update_file(path, text)
 
     def update_file(self, path: str, text: str | None) -> None:
         ws = self._workspace
@@ -93,9 +135,9 @@ class Analyzer:
             return
         try:
             if text is None:
-                getattr(ws, "remove", lambda _p: None)(path)
+                ws.remove_file(path)
             else:
-                getattr(ws, "update", lambda _p, _t: None)(path, text)
+                ws.add_file(path, text)
         except Exception as exc:
             self._log(f"workspace index update failed for {path}: {exc!r}")
 
@@ -103,9 +145,17 @@ class Analyzer:
 
     def analyse(self, text: str, path: str, settings: Settings) -> list[SourceFinding]:
         if self._real is not None:
-            config = _real_config(settings)
-            return list(self._real(text, path, config=config, workspace=self._workspace))
+            findings = self._real(text, path, config=self._scan_config(settings), workspace=self._workspace)
+            return [f for f in findings if f.path == path]
         return _fallback_analyse(text, path, settings)
+
+    def _scan_config(self, settings: Settings) -> Any:
+        key = (settings.select, settings.ignore, tuple(sorted(settings.severity.items())),
+               settings.capture_wrappers, settings.guards)
+        if key != self._config_key:
+            self._config = _real_config(settings, self._log)
+            self._config_key = key
+        return self._config
 
     def regions(self, text: str, path: str, findings: list[SourceFinding], line: int) -> list[RegionSummary]:
         """Capture openers on `line`, each with the callees and findings it reaches."""
@@ -121,23 +171,38 @@ class Analyzer:
         return out
 
 
-def _real_config(settings: Settings) -> Any:
-    """The analyser's configuration object built from the server's settings."""
-    try:
-        mod = importlib.import_module("denpex.source")
-    except ImportError:  # pragma: no cover
+def _real_config(settings: Settings, log: Log) -> Any:
+    """The analyser's ScanConfig built from the server's settings (ids, codes, prefixes resolved)."""
+    cls = _load("denpex.source.config", "ScanConfig")
+    resolve = _load("denpex.source.config", "resolve_rules")
+    if cls is None or resolve is None:
         return None
-    cls = getattr(mod, "SourceConfig", None) or getattr(mod, "Config", None)
-    if cls is None:
-        return None
-    values = {
-        "select": settings.select, "ignore": settings.ignore, "severity": dict(settings.severity),
-        "capture_wrappers": settings.capture_wrappers, "guards": settings.guards,
-    }
-    try:
-        return cls(**values)
-    except TypeError:
-        return None
+    from denpex.rulebook import load_rulebook
+
+    book = load_rulebook()
+
+    def ids(keys: Iterable[str]) -> set[str]:
+        out: set[str] = set()
+        for key in keys:
+            try:
+                out |= resolve(book, [key])
+            except Exception as exc:  # an unknown rule in the settings costs only that entry
+                log(f"settings: {exc}")
+        return out
+
+    severity: dict[str, str] = {}
+    # least specific first, so exact ids/codes override prefixes
+    for key, sev in sorted(settings.severity.items(), key=lambda kv: len(kv[0])):
+        if sev in ("error", "warning", "info"):
+            for rule_id in ids([key]):
+                severity[rule_id] = sev
+    return cls(
+        select=frozenset(ids(settings.select)) if settings.select else None,
+        ignore=frozenset(ids(settings.ignore)),
+        severity=severity,
+        capture_wrappers=frozenset(settings.capture_wrappers),
+        guards=frozenset(settings.guards),
+    )
 
 
 # --- stand-in analyser -------------------------------------------------------------------------

@@ -202,6 +202,25 @@ class DenpexLanguageServer(LanguageServer):
         if self.caps.pull_diagnostics and self.caps.diagnostic_refresh:
             self.spawn(self._refresh_pull())
 
+    async def populate_index(self) -> None:
+        """Index the folders' Python files in the background, then re-run open documents."""
+        try:
+            await asyncio.sleep(0.05)  # let the first diagnostics out first
+            files = self.analyzer.workspace_files(skip=self.open_paths())
+            for i, path in enumerate(files):
+                if path not in self.open_paths():
+                    self.analyzer.index_file(path)
+                if i % 16 == 15:
+                    await asyncio.sleep(0)
+            self.log(f"indexed {len(files)} workspace files", types.MessageType.Log)
+            for st in list(self.documents.docs.values()):
+                if st.kind is Kind.PYTHON:
+                    self.schedule(st, 0)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.log_exception("workspace indexing failed")
+
     def spawn(self, coro: Any) -> None:
         fut: asyncio.Future[None] = asyncio.ensure_future(coro)
         self._background.add(fut)
@@ -296,6 +315,7 @@ def initialize(ls: DenpexLanguageServer, params: types.InitializeParams) -> None
 async def initialized(ls: DenpexLanguageServer, params: types.InitializedParams) -> None:
     await ls.fetch_configuration()
     ls.drain_setting_errors()
+    ls.spawn(ls.populate_index())
     ls.log(
         f"denpex {__version__} on Python {sys.version.split()[0]} ({sys.executable}); "
         f"source analyser: {'denpex.source' if ls.analyzer.real else 'built-in stand-in'}; "
@@ -448,6 +468,7 @@ def did_change_workspace_folders(ls: DenpexLanguageServer, params: types.DidChan
         if p:
             current.add(p)
     ls.set_folders(sorted(current))
+    ls.spawn(ls.populate_index())
     ls.generation += 1
     ls.reanalyse_all()
 
