@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import ahocorasick_rs
 import regex
@@ -30,10 +31,10 @@ EXTRA_ANCHORS: tuple[str, ...] = (
 REGEX_TIMEOUT_S = 0.05  # a pathological line cannot stall a scan
 # Two-stage prefilter: the SIMD packed searcher (Teddy) in the aho-corasick crate takes at most
 # 64 patterns; past that a scan drops to the plain automaton (about 4x slower). Stage one searches
-# short keys, each a substring of some anchors and together covering all of them; stage two runs
-# the full anchor automaton on each line a key hit. Exact: a line holds an anchor only if it
-# holds one of its keys, and no anchor spans a newline, so leftmost-first results per line equal
-# those of one pass over the whole chunk.
+# short keys (in groups of at most 64), each a substring of some anchors and together covering
+# all of them; stage two runs the full anchor automaton on each line a key hit. Exact: a line
+# holds an anchor only if it holds one of its keys, and no anchor spans a newline, so the
+# leftmost-first results per line equal those of one pass over the whole chunk.
 KEY_MIN = 8  # shortest key cut from an anchor (shorter anchors are their own key)
 MAX_KEYS = 64
 KEY_HITS_PER_MIB = 1000  # past this many key hits, the single automaton is cheaper for that chunk
@@ -71,13 +72,17 @@ class Matcher:
         self.bytes_prefilter = ahocorasick_rs.BytesAhoCorasick(
             [a.encode("utf-8") for a in anchors], matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
         )
-        self.key_prefilter: ahocorasick_rs.BytesAhoCorasick | None = None
+        self.key_prefilters: list[ahocorasick_rs.BytesAhoCorasick] = []
         if len(anchors) > MAX_KEYS and not any("\n" in a for a in anchors):
-            keys = cover_keys([a.encode("utf-8") for a in anchors], KEY_MIN)
-            if len(keys) <= MAX_KEYS:
-                self.key_prefilter = ahocorasick_rs.BytesAhoCorasick(
-                    keys, matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
+            keys = cover_keys(tuple(a.encode("utf-8") for a in anchors), KEY_MIN)
+            groups = -(-len(keys) // MAX_KEYS)
+            size = -(-len(keys) // groups)
+            self.key_prefilters = [
+                ahocorasick_rs.BytesAhoCorasick(
+                    list(keys[i : i + size]), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
                 )
+                for i in range(0, len(keys), size)
+            ]
         # On a candidate line every anchor counts, overlapping or not.
         self.text_anchors = ahocorasick_rs.AhoCorasick(anchors)
         self._compiled: dict[tuple[str, int], regex.Pattern[str]] = {}
@@ -91,15 +96,17 @@ class Matcher:
 
     def candidate_offsets(self, data: bytes | bytearray | memoryview) -> list[int]:
         """Start offsets of the leftmost-first, non-overlapping anchor matches in data."""
-        if self.key_prefilter is None or isinstance(data, memoryview):
-            return [start for _idx, start, _end in self.bytes_prefilter.find_matches_as_indexes(data)]
-        key_hits = self.key_prefilter.find_matches_as_indexes(data)
-        if len(key_hits) > KEY_HITS_PER_MIB * (len(data) / (1 << 20) + 1):
-            return [start for _idx, start, _end in self.bytes_prefilter.find_matches_as_indexes(data)]
-        out: list[int] = []
         full = self.bytes_prefilter.find_matches_as_indexes
+        if not self.key_prefilters or isinstance(data, memoryview):
+            return [start for _idx, start, _end in full(data)]
+        key_hits = [pos for kp in self.key_prefilters for _idx, pos, _end in kp.find_matches_as_indexes(data)]
+        if len(key_hits) > KEY_HITS_PER_MIB * (len(data) / (1 << 20) + 1):
+            return [start for _idx, start, _end in full(data)]  # key-dense text: one pass is cheaper
+        if len(self.key_prefilters) > 1:
+            key_hits.sort()
+        out: list[int] = []
         line_end = -1
-        for _idx, pos, _end in key_hits:
+        for pos in key_hits:
             if pos < line_end:
                 continue  # this line was checked already
             start = data.rfind(b"\n", 0, pos) + 1
@@ -156,24 +163,31 @@ class Matcher:
         return {h.signature.rule_id for h in self.match_text(text)}
 
 
-def cover_keys(anchors: list[bytes], min_len: int) -> list[bytes]:
+@lru_cache(maxsize=16)
+def cover_keys(anchors: tuple[bytes, ...], min_len: int) -> tuple[bytes, ...]:
     """Few short keys such that every anchor contains at least one (greedy set cover).
 
-    Keys are cut from the anchors; a tie goes to a key with a byte other than a lowercase
-    letter or space (rarer in ordinary log text), then to the longer, then to the smaller key.
+    Keys are cut from the anchors, preferably not starting or ending with a space: the SIMD
+    searcher fingerprints a key by its first bytes, and a space there (or a key like " of the ")
+    makes it verify half the log. Ties go to a key with a byte other than a lowercase letter or
+    space, then to the longer key, then to the smaller.
     """
-    uncovered = set(anchors)
-    keys: list[bytes] = []
     plain = set(b"abcdefghijklmnopqrstuvwxyz ")
+    subs: dict[bytes, set[bytes]] = {}
+    for a in set(anchors):
+        n = min(min_len, len(a))
+        every = {a[i : i + n] for i in range(len(a) - n + 1)}
+        subs[a] = {k for k in every if k[:1] != b" " and k[-1:] != b" "} or every
+    uncovered = set(subs)
+    keys: list[bytes] = []
     while uncovered:
         count: Counter[bytes] = Counter()
         for a in uncovered:
-            n = min(min_len, len(a))
-            count.update({a[i : i + n] for i in range(len(a) - n + 1)})
+            count.update(subs[a])
         best = min(count, key=lambda k: (-count[k], set(k) <= plain, -len(k), k))
         keys.append(best)
         uncovered = {a for a in uncovered if best not in a}
-    return sorted(keys)
+    return tuple(sorted(keys))
 
 
 def anchors_of(book: RuleBook) -> Iterable[str]:
