@@ -1,0 +1,230 @@
+"""Public API of the source analyser (the language server and `denpex scan` call only this).
+
+    analyse_source(text: str, path: str, *, config: ScanConfig | None = None,
+                   workspace: Workspace | None = None, rulebook: RuleBook | None = None) -> list[SourceFinding]
+        Findings located in `path`, sorted by position. With a workspace, `text` replaces that file in it
+        and capture regions in other workspace files that reach functions of `path` report here too.
+    analyse_workspace(workspace: Workspace, *, config=None, rulebook=None) -> dict[str, list[SourceFinding]]
+        Every file at once (each capture region analysed once).
+    Document(path, text)                      incremental editing of one file
+        .apply_edits(edits: Sequence[TextEdit]) -> None   (LSP didChange order; tree-sitter reparse)
+        .analyse(config=None, workspace=None, rulebook=None) -> list[SourceFinding]
+    apply_fixes(text, findings, *, unsafe=False) -> str          first eligible fix of each finding
+    apply_edits(text, edits) -> str
+
+Positions in results are 0-based lines and 0-based code-point columns (UTF-16 conversion is the LSP's
+job); ends are exclusive. Types: SourceFinding, Fix, TextEdit, CaptureSite (denpex.source.model),
+ScanConfig (denpex.source.config), Workspace (denpex.source.workspace).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import cache
+
+from denpex.rulebook import Rule, RuleBook, load_rulebook
+from denpex.source.callgraph import Resolver
+from denpex.source.config import ScanConfig
+from denpex.source.fixes import apply_edits
+from denpex.source.hazards import DEFAULT_GUARDS, CaptureWalker, Hit, around_region
+from denpex.source.index import FileIndex
+from denpex.source.model import CaptureSite, Fix, SourceFinding, TextEdit
+from denpex.source.parse import ParsedSource, parse
+from denpex.source.regions import contextmanager_wrappers, find_regions
+from denpex.source.suppress import is_suppressed, suppression_fix, suppressions
+from denpex.source.workspace import Workspace
+
+__all__ = [
+    "CaptureSite", "Document", "Fix", "ScanConfig", "SourceFinding", "TextEdit", "Workspace",
+    "analyse_source", "analyse_workspace", "apply_edits", "apply_fixes",
+]
+
+_OPENER_WORDS = (b"graph", b"capture_begin", b"compile")
+
+
+@cache
+def _default_book() -> RuleBook:
+    return load_rulebook()
+
+
+def hazard_map(book: RuleBook) -> dict[str, Rule]:
+    out: dict[str, Rule] = {}
+    for r in book.rules:
+        if r.source is not None:
+            for h in r.source.hazards:
+                out.setdefault(h, r)
+    return out
+
+
+_HMAP: dict[int, dict[str, Rule]] = {}
+
+
+def _hmap(book: RuleBook) -> dict[str, Rule]:
+    m = _HMAP.get(id(book))
+    if m is None:
+        m = _HMAP[id(book)] = hazard_map(book)
+    return m
+
+
+def _may_open(ix: FileIndex, extra: Iterable[str]) -> bool:
+    data = ix.src.data
+    return any(w in data for w in _OPENER_WORDS) or any(w.encode() in data for w in extra)
+
+
+def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: set[str]) -> list[Hit]:
+    hits: list[Hit] = []
+    if not _may_open(ix, wrappers):
+        return hits
+    guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in config.guards)
+    for region in find_regions(ix, wrappers):
+        CaptureWalker(region, resolver, hits.append, guards=guards, max_depth=config.max_depth).run()
+        around_region(region, resolver, hits.append)
+    return hits
+
+
+def _wrapper_names(config: ScanConfig, ws: Workspace | None, ix: FileIndex) -> set[str]:
+    names = {w.rsplit(".", 1)[-1] for w in config.capture_wrappers} | set(config.capture_wrappers)
+    if ws is not None:
+        for p in ws.paths():
+            other = ws.index(p)
+            if other is not None and other is not ix and b"contextmanager" in other.src.data or (
+                other is not None and b"return" in other.src.data and b"graph(" in other.src.data and other is not ix
+            ):
+                assert other is not None
+                names |= contextmanager_wrappers(other)
+    return names
+
+
+def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_path: str | None) -> list[SourceFinding]:
+    hmap = _hmap(book)
+    seen: set[tuple[str, int, int, str]] = set()
+    out: list[SourceFinding] = []
+    hits = list(hits)
+    busy_lines = {(h.ix.path, h.node.start_point[0]) for h in hits if h.hazard != "python-side-effect"}
+    hits = [h for h in hits if h.hazard != "python-side-effect" or (h.ix.path, h.node.start_point[0]) not in busy_lines]
+    supp_cache: dict[int, dict[int, set[str]]] = {}
+    for h in hits:
+        if only_path is not None and h.ix.path != only_path:
+            continue
+        rule = hmap.get(h.hazard)
+        if rule is None or not config.enabled(rule.id):
+            continue
+        key = (h.ix.path, h.node.start_byte, h.node.end_byte, rule.id)
+        if key in seen:
+            continue
+        seen.add(key)
+        src: ParsedSource = h.ix.src
+        table = supp_cache.get(id(src))
+        if table is None:
+            table = supp_cache[id(src)] = suppressions(src)
+        sl, sc = src.start(h.node)
+        el, ec = src.end(h.node)
+        if is_suppressed(table, sl, rule.id, rule.code):
+            continue
+        severity = config.severity.get(rule.id) or h.severity or rule.severity
+        message = h.message or (rule.source.message if rule.source is not None else rule.title)
+        region = h.region
+        out.append(SourceFinding(
+            rule=rule.id, code=rule.code, severity=severity, message=message, path=h.ix.path,
+            start_line=sl, start_col=sc, end_line=el, end_col=ec, hazard=h.hazard,
+            capture_site=CaptureSite(region.ix.path, region.line, region.kind),
+            fixes=tuple(h.fixes), suppression=suppression_fix(src, sl, rule.id), via=h.chain,
+        ))
+    out.sort(key=lambda f: (f.path, f.start_line, f.start_col, f.code))
+    return out
+
+
+def _analyse_index(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | None, book: RuleBook) -> list[SourceFinding]:
+    ws = workspace
+    resolver = Resolver(ws.lookup_module if ws is not None else (lambda _m: None))
+    wrappers = _wrapper_names(config, ws, ix)
+    hits = _hits_for(ix, resolver, config, wrappers)
+    if ws is not None:
+        for p in ws.paths():
+            other = ws.index(p)
+            if other is None or other.path == ix.path:
+                continue
+            if not any(m in ix.path.replace("/", ".") for m in other.imports.modules):
+                continue  # it imports nothing that could be this file
+            hits.extend(h for h in _hits_for(other, resolver, config, wrappers) if h.ix.path == ix.path)
+    return _to_findings(hits, book, config, ix.path)
+
+
+def analyse_source(text: str, path: str, *, config: ScanConfig | None = None, workspace: Workspace | None = None,
+                   rulebook: RuleBook | None = None) -> list[SourceFinding]:
+    """Findings in one file (see the module docstring)."""
+    book = rulebook or _default_book()
+    cfg = config or ScanConfig()
+    if workspace is not None:
+        src = workspace.source(path)
+        ix = workspace.index(path) if src is not None and src.text == text else workspace.add_file(path, text)
+        assert ix is not None
+    else:
+        ix = FileIndex(path, parse(text))
+    return _analyse_index(ix, config=cfg, workspace=workspace, book=book)
+
+
+def analyse_workspace(workspace: Workspace, *, config: ScanConfig | None = None,
+                      rulebook: RuleBook | None = None) -> dict[str, list[SourceFinding]]:
+    book = rulebook or _default_book()
+    cfg = config or ScanConfig()
+    resolver = Resolver(workspace.lookup_module)
+    hits: list[Hit] = []
+    wrappers = {w.rsplit(".", 1)[-1] for w in cfg.capture_wrappers} | set(cfg.capture_wrappers)
+    for p in workspace.paths():
+        ix = workspace.index(p)
+        if ix is not None and (b"contextmanager" in ix.src.data or b"return" in ix.src.data) and b"graph(" in ix.src.data:
+            wrappers |= contextmanager_wrappers(ix)
+    for p in workspace.paths():
+        ix = workspace.index(p)
+        if ix is not None:
+            hits.extend(_hits_for(ix, resolver, cfg, wrappers))
+    findings = _to_findings(hits, book, cfg, None)
+    out: dict[str, list[SourceFinding]] = {p: [] for p in workspace.paths()}
+    for f in findings:
+        out.setdefault(f.path, []).append(f)
+    return out
+
+
+class Document:
+    """One open file, reparsed incrementally on edits (tree-sitter reuses the unchanged subtrees)."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.src = parse(text)
+        self.ix = FileIndex(path, self.src)
+
+    @property
+    def text(self) -> str:
+        return self.src.text
+
+    def apply_edits(self, edits: Sequence[TextEdit]) -> None:
+        src = self.src
+        for e in edits:
+            src = src.edit(e.start_line, e.start_col, e.end_line, e.end_col, e.new_text)
+        self.src = src
+        self.ix = FileIndex(self.path, src)
+
+    def analyse(self, config: ScanConfig | None = None, workspace: Workspace | None = None,
+                rulebook: RuleBook | None = None) -> list[SourceFinding]:
+        book = rulebook or _default_book()
+        return _analyse_index(self.ix, config=config or ScanConfig(), workspace=workspace, book=book)
+
+
+def apply_fixes(text: str, findings: Iterable[SourceFinding], *, unsafe: bool = False) -> str:
+    """Apply the first eligible fix of each finding; fixes that overlap an already chosen one are skipped."""
+    chosen: list[TextEdit] = []
+    spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    for f in findings:
+        for fx in f.fixes:
+            if fx.safety == "unsafe" and not unsafe:
+                continue
+            if not fx.edits:
+                continue
+            fs = [((e.start_line, e.start_col), (e.end_line, e.end_col)) for e in fx.edits]
+            if any(a[0] < b[1] and b[0] < a[1] or (a[0] == b[0]) for a in fs for b in spans):
+                break
+            chosen.extend(fx.edits)
+            spans.extend(fs)
+            break
+    return apply_edits(text, chosen) if chosen else text

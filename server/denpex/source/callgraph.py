@@ -1,0 +1,348 @@
+"""Follow calls out of a capture region into the functions they run.
+
+Resolves `f(...)` (closures, module functions, imports from workspace files), `self.m(...)` (methods, base
+classes), `self.model(...)` / `model(...)` (an instance of a user class: its `forward` or `__call__`),
+`obj.m(...)` for user-class instances, bound methods and callables passed as arguments (parameter bindings
+flow into the callee; a parameter with no binding is looked up at the call sites of its function).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from denpex.source.index import ClassInfo, FileIndex, FuncInfo, positional
+from denpex.source.parse import run_query, strip_parens
+
+
+@dataclass(frozen=True)
+class Binding:
+    ix: FileIndex
+    node: Node
+    env: Env
+
+
+@dataclass(frozen=True)
+class Env:
+    """Parameter bindings of one activation: param name -> the caller's argument expression."""
+
+    params: tuple[tuple[str, Binding], ...] = ()
+
+    def get(self, name: str) -> Binding | None:
+        for k, v in self.params:
+            if k == name:
+                return v
+        return None
+
+
+EMPTY_ENV = Env()
+
+
+@dataclass
+class Target:
+    ix: FileIndex
+    func: FuncInfo
+    env: Env
+    label: str
+
+
+ModuleLookup = Callable[[str], "FileIndex | None"]
+
+
+@dataclass
+class Resolver:
+    lookup_module: ModuleLookup
+    _calls_cache: dict[str, list[Node]] = field(default_factory=dict)
+
+    # ---- entry points ------------------------------------------------------------------------------------
+    def resolve_call(self, ix: FileIndex, call: Node, env: Env) -> list[Target]:
+        func = call.child_by_field_name("function")
+        if func is None:
+            return []
+        targets = self.resolve_callable(ix, func, env, depth=0)
+        out: list[Target] = []
+        for t in targets:
+            out.append(Target(t.ix, t.func, self._bind(ix, call, t.func, env, drop_self=True), t.label))
+        return out
+
+    def resolve_callable(self, ix: FileIndex, expr: Node, env: Env, depth: int = 0) -> list[Target]:
+        """Functions an expression that is *called* (or passed to be called) refers to."""
+        if depth > 4:
+            return []
+        expr = strip_parens(expr)
+        if expr.type == "identifier":
+            return self._resolve_name(ix, expr, env, depth)
+        if expr.type == "attribute":
+            return self._resolve_attribute(ix, expr, env, depth)
+        if expr.type == "call":
+            f = expr.child_by_field_name("function")
+            if f is not None and (ix.qualname(f) or "").endswith("partial"):
+                pos = positional(expr)
+                if pos:
+                    return self.resolve_callable(ix, pos[0], env, depth + 1)
+        return []
+
+    # ---- names -------------------------------------------------------------------------------------------
+    def _resolve_name(self, ix: FileIndex, ident: Node, env: Env, depth: int) -> list[Target]:
+        name = ix.text(ident)
+        bound = env.get(name)
+        if bound is not None:
+            return self.resolve_callable(bound.ix, bound.node, bound.env, depth + 1)
+        assign, scope, is_param = ix.lookup(name, ident)
+        if is_param and scope is not None:
+            return self._from_call_sites(ix, scope.node, name, depth)
+        if assign is not None and assign.value is not None:
+            value = strip_parens(assign.value)
+            if value.type == "call":
+                cls = self._class_of_call(ix, value)
+                if cls is not None:
+                    return self._instance_call(cls[0], cls[1], name)
+                f = value.child_by_field_name("function")
+                if f is not None and (ix.qualname(f) or "").endswith("partial"):
+                    return self.resolve_callable(ix, value, env, depth + 1)
+                return []
+            if value.type in ("identifier", "attribute"):
+                return self.resolve_callable(ix, value, env, depth + 1)
+            return []
+        # closures: functions defined in enclosing functions, then module functions
+        p = ident.parent
+        while p is not None:
+            if p.type == "function_definition":
+                body = p.child_by_field_name("body")
+                if body is not None:
+                    for c in body.named_children:
+                        fn = c.child_by_field_name("definition") if c.type == "decorated_definition" else c
+                        if fn is not None and fn.type == "function_definition":
+                            n = fn.child_by_field_name("name")
+                            if n is not None and ix.text(n) == name:
+                                info = ix.by_node.get(fn.id)
+                                if info is not None:
+                                    return [Target(ix, info, EMPTY_ENV, name)]
+            p = p.parent
+        info = ix.module_funcs.get(name)
+        if info is not None:
+            return [Target(ix, info, EMPTY_ENV, name)]
+        imported = ix.imports.names.get(name)
+        if imported is not None and "." in imported:
+            mod, _, attr = imported.rpartition(".")
+            other = self.lookup_module(mod)
+            if other is not None:
+                fn = other.module_funcs.get(attr)
+                if fn is not None:
+                    return [Target(other, fn, EMPTY_ENV, name)]
+        return []
+
+    def _class_of_call(self, ix: FileIndex, call: Node) -> tuple[FileIndex, ClassInfo] | None:
+        """The user class a call instantiates (`M()`, `M().cuda()`, `mod.M(...)`)."""
+        f = call.child_by_field_name("function")
+        while f is not None and f.type == "attribute":
+            attr = f.child_by_field_name("attribute")
+            obj = f.child_by_field_name("object")
+            if attr is not None and ix.text(attr) in ("cuda", "to", "eval", "train", "half", "float") and obj is not None and obj.type == "call":
+                f = obj.child_by_field_name("function")
+                continue
+            break
+        if f is None:
+            return None
+        return self._find_class(ix, f)
+
+    def _find_class(self, ix: FileIndex, f: Node) -> tuple[FileIndex, ClassInfo] | None:
+        text = ix.text(f)
+        if f.type == "identifier":
+            cls = ix.classes.get(text)
+            if cls is not None:
+                return ix, cls
+        q = ix.qualname(f)
+        if q is not None and "." in q:
+            mod, _, attr = q.rpartition(".")
+            other = self.lookup_module(mod)
+            if other is not None and attr in other.classes:
+                return other, other.classes[attr]
+        return None
+
+    def _instance_call(self, ix: FileIndex, cls: ClassInfo, label: str) -> list[Target]:
+        for meth in ("forward", "__call__"):
+            found = self._method(ix, cls, meth)
+            if found is not None:
+                return [Target(found[0], found[1], EMPTY_ENV, f"{label} -> {cls.name}.{meth}")]
+        return []
+
+    def _method(self, ix: FileIndex, cls: ClassInfo, name: str, depth: int = 0) -> tuple[FileIndex, FuncInfo] | None:
+        m = cls.methods.get(name)
+        if m is not None:
+            return ix, m
+        if depth > 5:
+            return None
+        for base in cls.bases:
+            short = base.rsplit(".", 1)[-1]
+            if short in ix.classes and ix.classes[short] is not cls:
+                found = self._method(ix, ix.classes[short], name, depth + 1)
+                if found is not None:
+                    return found
+            if "." in base:
+                other = self.lookup_module(base.rpartition(".")[0])
+                if other is not None and short in other.classes:
+                    found = self._method(other, other.classes[short], name, depth + 1)
+                    if found is not None:
+                        return found
+        return None
+
+    # ---- attributes --------------------------------------------------------------------------------------
+    def _resolve_attribute(self, ix: FileIndex, attr_node: Node, env: Env, depth: int) -> list[Target]:
+        obj = attr_node.child_by_field_name("object")
+        attr = attr_node.child_by_field_name("attribute")
+        if obj is None or attr is None:
+            return []
+        name = ix.text(attr)
+        obj = strip_parens(obj)
+        if obj.type == "identifier" and ix.text(obj) == "self":
+            cls = ix.enclosing_class(attr_node)
+            if cls is None:
+                return []
+            found = self._method(ix, cls, name)
+            if found is not None:
+                return [Target(found[0], found[1], EMPTY_ENV, f"self.{name}")]
+            entry = ix.class_self_attrs(cls).get(name)
+            if entry is not None:
+                value = strip_parens(entry[0])
+                if value.type == "call":
+                    c = self._class_of_call(ix, value)
+                    if c is not None:
+                        return self._instance_call(c[0], c[1], f"self.{name}")
+                    return []
+                return self.resolve_callable(ix, value, EMPTY_ENV, depth + 1)
+            return []
+        if obj.type == "identifier":
+            oname = ix.text(obj)
+            bound = env.get(oname)
+            if bound is not None and bound.node.type in ("identifier", "attribute"):
+                # a bound instance passed as argument: resolve the method on its class
+                cls2 = self._instance_class(bound.ix, bound.node)
+                if cls2 is not None:
+                    found = self._method(cls2[0], cls2[1], name)
+                    if found is not None:
+                        return [Target(found[0], found[1], EMPTY_ENV, f"{oname}.{name}")]
+                return []
+            cls2 = self._instance_class(ix, obj)
+            if cls2 is not None:
+                found = self._method(cls2[0], cls2[1], name)
+                if found is not None:
+                    return [Target(found[0], found[1], EMPTY_ENV, f"{oname}.{name}")]
+                return []
+            # module attribute: helpers.step
+            q = ix.imports.names.get(oname)
+            if q is not None:
+                other = self.lookup_module(q)
+                if other is not None:
+                    fn = other.module_funcs.get(name)
+                    if fn is not None:
+                        return [Target(other, fn, EMPTY_ENV, f"{oname}.{name}")]
+        return []
+
+    def _instance_class(self, ix: FileIndex, obj: Node) -> tuple[FileIndex, ClassInfo] | None:
+        obj = strip_parens(obj)
+        if obj.type == "attribute":
+            o = obj.child_by_field_name("object")
+            a = obj.child_by_field_name("attribute")
+            if o is not None and a is not None and ix.text(o) == "self":
+                cls = ix.enclosing_class(obj)
+                if cls is not None:
+                    entry = ix.class_self_attrs(cls).get(ix.text(a))
+                    if entry is not None and strip_parens(entry[0]).type == "call":
+                        return self._class_of_call(ix, strip_parens(entry[0]))
+            return None
+        if obj.type != "identifier":
+            return None
+        assign, _scope, _p = ix.lookup(ix.text(obj), obj)
+        if assign is None or assign.value is None:
+            return None
+        value = strip_parens(assign.value)
+        if value.type == "call":
+            return self._class_of_call(ix, value)
+        return None
+
+    # ---- bindings ----------------------------------------------------------------------------------------
+    def _bind(self, ix: FileIndex, call: Node, fn: FuncInfo, env: Env, drop_self: bool) -> Env:
+        params = list(fn.params)
+        if params and params[0] in ("self", "cls") and fn.class_name is not None:
+            params = params[1:]
+        args = call.child_by_field_name("arguments")
+        if args is None:
+            return EMPTY_ENV
+        pairs: list[tuple[str, Binding]] = []
+        i = 0
+        for a in args.named_children:
+            if a.type == "keyword_argument":
+                n = a.child_by_field_name("name")
+                v = a.child_by_field_name("value")
+                if n is not None and v is not None:
+                    pairs.append((ix.text(n), Binding(ix, v, env)))
+            elif a.type in ("list_splat", "dictionary_splat", "comment"):
+                continue
+            else:
+                if i < len(params):
+                    pairs.append((params[i], Binding(ix, a, env)))
+                i += 1
+        return Env(tuple(pairs))
+
+    def _from_call_sites(self, ix: FileIndex, fn_node: Node, param: str, depth: int) -> list[Target]:
+        info = ix.by_node.get(fn_node.id)
+        if info is None:
+            return []
+        params = list(info.params)
+        if params and params[0] in ("self", "cls") and info.class_name is not None:
+            params = params[1:]
+        if param not in params:
+            return []
+        pos = params.index(param)
+        out: list[Target] = []
+        for call in self._calls_named(ix, info.name):
+            args = call.child_by_field_name("arguments")
+            if args is None:
+                continue
+            chosen: Node | None = None
+            i = 0
+            for a in args.named_children:
+                if a.type == "keyword_argument":
+                    n = a.child_by_field_name("name")
+                    if n is not None and ix.text(n) == param:
+                        chosen = a.child_by_field_name("value")
+                elif a.type not in ("list_splat", "dictionary_splat", "comment"):
+                    if i == pos:
+                        chosen = a
+                    i += 1
+            if chosen is not None:
+                out.extend(self.resolve_callable(ix, chosen, EMPTY_ENV, depth + 1))
+        return out
+
+    def _calls_named(self, ix: FileIndex, name: str) -> list[Node]:
+        key = f"{ix.path}\0{id(ix)}\0{name}"
+        cached = self._calls_cache.get(key)
+        if cached is not None:
+            return cached
+        out: list[Node] = []
+        caps = run_query("(call function: [(identifier) @f (attribute attribute: (identifier) @f)]) @call", ix.src.root)
+        for call in caps.get("call", []):
+            f = call.child_by_field_name("function")
+            if f is None:
+                continue
+            last = f if f.type == "identifier" else f.child_by_field_name("attribute")
+            if last is not None and ix.text(last) == name:
+                out.append(call)
+        self._calls_cache[key] = out
+        return out
+
+
+def resolve_region_callable(resolver: Resolver, ix: FileIndex, expr: Node) -> list[Target]:
+    """A callable handed to make_graphed_callables / torch.compile: a function, a module instance (its
+    forward), a bound method."""
+    targets = resolver.resolve_callable(ix, expr, EMPTY_ENV)
+    if targets:
+        return targets
+    expr = strip_parens(expr)
+    cls = resolver._instance_class(ix, expr)
+    if cls is not None:
+        return resolver._instance_call(cls[0], cls[1], ix.text(expr))
+    return []

@@ -1,0 +1,1292 @@
+"""The detectors: what breaks or silently corrupts a CUDA-graph capture (ground truth: gpu/FINDINGS.md).
+
+Two families:
+- `CaptureWalker` visits the code a capture runs (the region's statements and, through callgraph.py, the
+  functions they call) and reports host syncs, host<->device copies, dynamic shapes, stream, RNG, optimizer
+  and lazy-init hazards. Guarded branches (`torch.cuda.is_current_stream_capturing()` and configured guard
+  names), nested definitions, comments and strings are skipped.
+- `around_region` looks at the code after a capture in the same scope (the replay side): rebinding, deleting
+  or aliasing static tensors, Python scalars changed after capture, shape changes, and reduce-overhead outputs.
+
+Each report names a detector (`hazard`); the rule book maps detectors to rules (`source.hazards`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from denpex.source import fixes as F
+from denpex.source.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
+from denpex.source.index import FileIndex, FuncInfo, Kind, kwarg, positional
+from denpex.source.model import Fix, Severity, TextEdit
+from denpex.source.parse import run_query, strip_parens, walk
+from denpex.source.regions import CG_MODES, CaptureRegion, is_inside_stream_context
+
+DEFAULT_GUARDS = frozenset({
+    "is_current_stream_capturing", "is_graph_capturing", "get_is_capture_mode", "is_capturing",
+    "is_cuda_graph_capturing",
+})
+RNG_FUNCS = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like",
+                       "randn_like", "dropout", "poisson"})
+SEED_FUNCS = frozenset({"torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.seed",
+                        "torch.cuda.seed", "torch.cuda.seed_all", "torch.set_rng_state", "torch.cuda.set_rng_state",
+                        "torch.cuda.set_rng_state_all", "torch.random.set_rng_state"})
+GET_STATE_FUNCS = frozenset({"torch.get_rng_state", "torch.cuda.get_rng_state", "torch.cuda.get_rng_state_all",
+                             "torch.random.get_rng_state"})
+CUBLAS_FUNCS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm", "torch.einsum",
+                          "torch.nn.functional.linear", "torch.linalg.matmul"})
+CUDNN_FUNCS = frozenset({"torch.nn.functional.conv1d", "torch.nn.functional.conv2d", "torch.nn.functional.conv3d",
+                         "torch.conv2d", "torch.conv1d", "torch.conv3d"})
+LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns",
+                    "time.perf_counter_ns"})
+
+
+@dataclass
+class Hit:
+    hazard: str
+    ix: FileIndex
+    node: Node
+    region: CaptureRegion
+    chain: tuple[str, ...] = ()
+    fixes: list[Fix] = field(default_factory=list)
+    severity: Severity | None = None
+    message: str | None = None
+
+
+@dataclass
+class Frame:
+    ix: FileIndex
+    env: Env
+    chain: tuple[str, ...]
+    depth: int
+    func: FuncInfo | None = None
+
+
+Sink = Callable[[Hit], None]
+
+
+def _call_parts(ix: FileIndex, call: Node) -> tuple[Node | None, str | None, str | None, Node | None]:
+    """(function node, qualified name, method name, receiver)."""
+    f = call.child_by_field_name("function")
+    if f is None:
+        return None, None, None, None
+    q = ix.qualname(f)
+    if f.type == "attribute":
+        attr = f.child_by_field_name("attribute")
+        return f, q, ix.text(attr) if attr is not None else None, f.child_by_field_name("object")
+    return f, q, None, None
+
+
+def _stmt_of(node: Node) -> Node:
+    n = node
+    while n.parent is not None and n.parent.type not in ("block", "module"):
+        n = n.parent
+    return n
+
+
+class CaptureWalker:
+    def __init__(self, region: CaptureRegion, resolver: Resolver, sink: Sink, *, guards: frozenset[str],
+                 max_depth: int) -> None:
+        self.region = region
+        self.resolver = resolver
+        self.sink = sink
+        self.guards = guards
+        self.max_depth = max_depth
+        self.visited: set[tuple[int, int]] = set()
+        self.rng_reported = False
+        self.lazy_reported: set[str] = set()
+        self.region_stmt_ids = {s.id for s in region.stmts}
+        self.torch = F.torch_alias(region.ix)
+
+    # ---- driving -----------------------------------------------------------------------------------------
+    def run(self) -> None:
+        r = self.region
+        root = Frame(r.ix, EMPTY_ENV, (), 0)
+        if r.kind in ("graph", "wrapper", "capture_begin"):
+            for st in r.stmts:
+                self.visit(st, root)
+        elif r.kind == "graphed_callables":
+            for expr in r.callables:
+                for t in resolve_region_callable(self.resolver, r.ix, expr):
+                    self.enter(t.ix, t.func, t.env, root, t.label)
+
+    def enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str) -> None:
+        if frame.depth >= self.max_depth:
+            return
+        key = (id(ix), fn.node.id)
+        if key in self.visited:
+            return
+        self.visited.add(key)
+        body = fn.body
+        if body is None:
+            return
+        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn)
+        self.visit(body, child)
+
+    def report(self, hazard: str, node: Node, frame: Frame, fixes: list[Fix | None] | None = None,
+               severity: Severity | None = None, message: str | None = None) -> None:
+        fx = [f for f in (fixes or []) if f is not None]
+        if frame.ix is not self.region.ix:
+            fx = [f for f in fx if f.title.startswith(("Skip it", "Keep the value", "Compute both", "Select on",
+                                                       "Mask on", "Write the scalar", "Use ", "Fork the",
+                                                       "Join the", "Create the optimizer", "Keep the learning"))]
+        elif hazard not in ("empty-cache", "pinned-nonblocking-copy", "default-generator-rng", "rng-state-get"):
+            fb = eager_fallback(self.region)
+            if fb is not None:
+                fx.append(fb)
+        self.sink(Hit(hazard, frame.ix, node, self.region, frame.chain, fx, severity, message))
+
+    # ---- traversal ---------------------------------------------------------------------------------------
+    def visit(self, node: Node, frame: Frame) -> None:
+        t = node.type
+        if t in ("function_definition", "class_definition", "decorated_definition", "lambda", "comment"):
+            return
+        if t == "block" or t == "module":
+            for c in node.named_children:
+                self.visit(c, frame)
+                if c.type == "if_statement" and self._early_exit_guard(frame.ix, c):
+                    break
+            return
+        if t == "if_statement":
+            self._visit_if(node, frame)
+            return
+        if t in ("while_statement",):
+            cond = node.child_by_field_name("condition")
+            if cond is not None:
+                self._check_bool(cond, frame)
+        elif t == "assert_statement":
+            if node.named_child_count:
+                self._check_bool(node.named_children[0], frame)
+        elif t == "conditional_expression":
+            if node.named_child_count >= 2:
+                cond = node.named_children[1]
+                if self._guard_polarity(frame.ix, cond) is None:
+                    self._check_bool(cond, frame, ternary=node)
+        elif t == "boolean_operator":
+            for c in (node.child_by_field_name("left"), node.child_by_field_name("right")):
+                if c is not None and c.type not in ("boolean_operator",):
+                    self._check_bool(c, frame)
+        elif t == "not_operator":
+            arg = node.child_by_field_name("argument")
+            if arg is not None and self._guard_polarity(frame.ix, arg) is None:
+                self._check_bool(arg, frame)
+        elif t == "call":
+            self._visit_call(node, frame)
+        elif t == "subscript":
+            self._check_mask_index(node, frame)
+        elif t == "assignment":
+            self._check_setitem(node, frame)
+        elif t == "augmented_assignment":
+            self._check_counter(node, frame)
+        elif t == "with_statement":
+            self._check_side_stream(node, frame)
+        elif t == "string":
+            self._check_fstring(node, frame)
+        for c in node.named_children:
+            self.visit(c, frame)
+
+    def _guard_polarity(self, ix: FileIndex, cond: Node) -> bool | None:
+        """True if cond is a capture guard, False if `not guard`, None otherwise."""
+        cond = strip_parens(cond)
+        neg = False
+        if cond.type == "not_operator":
+            arg = cond.child_by_field_name("argument")
+            if arg is None:
+                return None
+            cond, neg = strip_parens(arg), True
+        if cond.type == "call":
+            f = cond.child_by_field_name("function")
+            name = ix.text(f).rsplit(".", 1)[-1] if f is not None else ""
+            q = ix.qualname(f) if f is not None else None
+            if name in self.guards or (q is not None and q in self.guards):
+                return not neg
+        elif cond.type in ("identifier", "attribute"):
+            name = ix.text(cond).rsplit(".", 1)[-1]
+            if name in self.guards:
+                return not neg
+        return None
+
+    def _early_exit_guard(self, ix: FileIndex, if_stmt: Node) -> bool:
+        cond = if_stmt.child_by_field_name("condition")
+        body = if_stmt.child_by_field_name("consequence")
+        if cond is None or body is None or self._guard_polarity(ix, cond) is not True:
+            return False
+        last = [c for c in body.named_children if c.type != "comment"]
+        return bool(last) and last[-1].type in ("return_statement", "raise_statement", "continue_statement",
+                                                 "break_statement")
+
+    def _visit_if(self, node: Node, frame: Frame) -> None:
+        cond = node.child_by_field_name("condition")
+        pol = self._guard_polarity(frame.ix, cond) if cond is not None else None
+        cons = node.child_by_field_name("consequence")
+        alts = node.children_by_field_name("alternative")
+        if pol is True:  # if capturing: ...  -> only the consequence runs under capture
+            if cons is not None:
+                self.visit(cons, frame)
+            return
+        if pol is False:  # if not capturing: ... -> only the alternatives run under capture
+            for a in alts:
+                self.visit(a, frame)
+            return
+        if cond is not None:
+            self._check_bool(cond, frame, if_stmt=node)
+            self.visit(cond, frame)
+        if cons is not None:
+            self.visit(cons, frame)
+        for a in alts:
+            if a.type == "elif_clause":
+                c2 = a.child_by_field_name("condition")
+                if c2 is not None:
+                    if self._guard_polarity(frame.ix, c2) is not None:
+                        continue
+                    self._check_bool(c2, frame)
+                    self.visit(c2, frame)
+                b2 = a.child_by_field_name("consequence")
+                if b2 is not None:
+                    self.visit(b2, frame)
+            else:
+                self.visit(a, frame)
+
+    # ---- kinds under bindings ----------------------------------------------------------------------------
+    def kind(self, node: Node, frame: Frame) -> Kind:
+        node = strip_parens(node)
+        if node.type == "identifier":
+            b = frame.env.get(frame.ix.text(node))
+            if b is not None:
+                return b.ix.kind(b.node)
+        return frame.ix.kind(node)
+
+    def tensorish(self, node: Node, frame: Frame) -> bool:
+        node = strip_parens(node)
+        k = self.kind(node, frame)
+        if k.tensor:
+            return True
+        if node.type == "comparison_operator":
+            ops = [frame.ix.text(c) for c in node.children if not c.is_named]
+            if any(o in ("is", "is not", "in", "not in") for o in ops):
+                return False
+            return any(self.tensorish(c, frame) for c in node.named_children)
+        if node.type == "binary_operator":
+            return any(self.tensorish(c, frame) for c in node.named_children)
+        return False
+
+    # ---- detectors: conditions ---------------------------------------------------------------------------
+    def _check_bool(self, cond: Node, frame: Frame, if_stmt: Node | None = None, ternary: Node | None = None) -> None:
+        c = strip_parens(cond)
+        if c.type in ("boolean_operator", "not_operator"):
+            return  # the operands are checked when the operator is visited
+        if not self.tensorish(c, frame):
+            return
+        fixes: list[Fix | None] = []
+        if if_stmt is not None:
+            fixes.append(self._where_fix_if(frame.ix, if_stmt, c))
+        if ternary is not None:
+            fixes.append(self._where_fix_ternary(frame.ix, ternary))
+        self.report("implicit-bool", c, frame, fixes)
+
+    def _where_fix_if(self, ix: FileIndex, if_stmt: Node, cond: Node) -> Fix | None:
+        cons = if_stmt.child_by_field_name("consequence")
+        alts = if_stmt.children_by_field_name("alternative")
+        if cons is None:
+            return None
+        body = [c for c in cons.named_children if c.type != "comment"]
+        if len(body) != 1 or F._has_multiline_string(if_stmt):
+            return None
+        a = body[0]
+        tw = f"{self.torch}.where"
+        if not alts and a.type == "return_statement" and a.named_child_count == 1:
+            nxt = _next_stmt(if_stmt)
+            if nxt is None or nxt.type != "return_statement" or nxt.named_child_count != 1:
+                return None
+            new = f"return {tw}({ix.text(cond)}, {ix.text(a.named_children[0])}, {ix.text(nxt.named_children[0])})"
+            sl, sc = ix.src.start(if_stmt)
+            el, ec = ix.src.end(nxt)
+            return F.fix("Compute both branches on the device with torch.where", "unsafe", [TextEdit(sl, sc, el, ec, new)])
+        if len(alts) == 1 and alts[0].type == "else_clause":
+            eb = alts[0].child_by_field_name("body")
+            eb_stmts = [c for c in eb.named_children if c.type != "comment"] if eb is not None else []
+            if len(eb_stmts) != 1:
+                return None
+            x, y = a, eb_stmts[0]
+            if x.type == y.type == "expression_statement" and x.named_children[0].type == y.named_children[0].type == "assignment":
+                ax, ay = x.named_children[0], y.named_children[0]
+                lx, ly = ax.child_by_field_name("left"), ay.child_by_field_name("left")
+                rx, ry = ax.child_by_field_name("right"), ay.child_by_field_name("right")
+                if lx is None or ly is None or rx is None or ry is None or ix.text(lx) != ix.text(ly):
+                    return None
+                new = f"{ix.text(lx)} = {tw}({ix.text(cond)}, {ix.text(rx)}, {ix.text(ry)})"
+                return F.fix("Compute both branches on the device with torch.where", "unsafe",
+                             [F.replace_node(ix, if_stmt, new)])
+            if x.type == y.type == "return_statement" and x.named_child_count == y.named_child_count == 1:
+                new = f"return {tw}({ix.text(cond)}, {ix.text(x.named_children[0])}, {ix.text(y.named_children[0])})"
+                return F.fix("Compute both branches on the device with torch.where", "unsafe",
+                             [F.replace_node(ix, if_stmt, new)])
+        return None
+
+    def _where_fix_ternary(self, ix: FileIndex, node: Node) -> Fix | None:
+        if node.named_child_count != 3:
+            return None
+        a, cond, b = node.named_children
+        new = f"{self.torch}.where({ix.text(cond)}, {ix.text(a)}, {ix.text(b)})"
+        return F.fix("Select on the device with torch.where", "unsafe", [F.replace_node(ix, node, new)])
+
+    # ---- detectors: calls --------------------------------------------------------------------------------
+    def _visit_call(self, call: Node, frame: Frame) -> None:
+        ix = frame.ix
+        f, q, meth, recv = _call_parts(ix, call)
+        if f is None:
+            return
+        stmt = _stmt_of(call)
+        direct = stmt.id in self.region_stmt_ids and frame.depth == 0
+        rk = self.kind(recv, frame) if recv is not None else None
+        args = positional(call)
+        if meth == "item" and not args and (rk is None or rk.cat in ("tensor", "unknown", "param")):
+            drop = F.fix("Keep the value on the device (drop .item())", "unsafe",
+                         [TextEdit(*ix.src.end(recv), *ix.src.end(call), "")]) if recv is not None else None
+            self.report("item-call", call, frame, [drop, self._move_after_replay(stmt, frame, direct)])
+        elif q in ("float", "int", "bool", "complex") and len(args) == 1 and self.tensorish(args[0], frame):
+            self.report("host-scalar-conversion", call, frame, [
+                F.fix(f"Keep the value on the device (drop {q}())", "unsafe", [F.replace_node(ix, call, ix.text(args[0]))]),
+            ])
+        elif q in ("torch.equal", "torch.allclose", "torch.is_nonzero") or (meth == "is_nonzero" and rk is not None and rk.tensor):
+            self.report("host-scalar-conversion", call, frame)
+        elif meth in ("cpu", "tolist", "numpy") and rk is not None and rk.cat in ("tensor", "unknown", "param") and not (
+            meth == "cpu" and rk.cat != "tensor" and recv is not None and recv.type == "identifier" and self._is_module_name(recv, frame)
+        ):
+            self.report("device-to-host-copy", call, frame, [self._move_after_replay(stmt, frame, direct)])
+        elif q in ("print",):
+            if any(self.tensorish(a, frame) for a in args):
+                self.report("print-tensor", call, frame, [self._guard_fix(stmt, call, frame)])
+            else:
+                self.report("python-side-effect", call, frame, [self._move_after_replay(stmt, frame, direct)],
+                            message="`print` inside a CUDA-graph capture runs once, at capture; replays never print")
+        elif meth in LOG_METHODS and recv is not None and ("log" in ix.text(recv).lower()):
+            if any(self.tensorish(a, frame) for a in args[1:]):
+                sev: Severity = "error" if _logging_level_low(ix) else "warning"
+                self.report("log-tensor", call, frame, [self._guard_fix(stmt, call, frame)], severity=sev,
+                            message=None if sev == "error" else "Logging a tensor inside a CUDA-graph capture formats it (a host sync) as soon as the level lets the record through")
+            else:
+                self.report("python-side-effect", call, frame, message="Logging inside a CUDA-graph capture runs once, at capture; replays log nothing")
+        elif q == "torch.cuda.synchronize" or (meth in ("synchronize", "query") and (
+            (rk is not None and rk.cat in ("stream", "event")) or (recv is not None and recv.type == "call" and "stream" in ix.text(recv))
+        )):
+            self.report("cuda-synchronize", call, frame, [self._guard_fix(stmt, call, frame), self._move_after_replay(stmt, frame, direct)])
+        elif q in ("torch.nonzero", "torch.argwhere") or (meth in ("nonzero", "argwhere") and rk is not None and rk.cat in ("tensor", "unknown", "param")):
+            self.report("nonzero-call", call, frame, [self._nonzero_static_fix(ix, call, q, recv)])
+        elif q in ("torch.unique", "torch.unique_consecutive") or (meth in ("unique", "unique_consecutive") and rk is not None and rk.tensor):
+            self.report("unique-call", call, frame)
+        elif q == "torch.masked_select" or (meth == "masked_select" and rk is not None and rk.cat in ("tensor", "unknown", "param")):
+            self.report("masked-select", call, frame)
+        elif q in ("torch.tensor", "torch.as_tensor") and self._device_is_cuda(ix, call):
+            self.report("pageable-host-to-device", call, frame, [self._hoist(stmt, frame, direct, call)])
+        elif meth in ("to", "cuda") and rk is not None and rk.tensor and rk.device in ("cpu", "pinned") and (
+            meth == "cuda" or any("cuda" in ix.text(a) or "device" in ix.text(a) for a in (call.child_by_field_name("arguments") or call).named_children)
+        ):
+            nb = kwarg(ix, call, "non_blocking")
+            if rk.device == "pinned" and nb is not None and ix.text(nb) == "True":
+                self.report("pinned-nonblocking-copy", call, frame)
+            else:
+                self.report("pageable-host-to-device", call, frame, [self._hoist(stmt, frame, direct, call, safe=False)])
+        elif q in SEED_FUNCS or (meth == "manual_seed" and rk is not None and rk.cat == "generator"):
+            self.report("rng-seed-call", call, frame, [self._move_before_capture(stmt, frame, direct)])
+        elif q in GET_STATE_FUNCS:
+            self.report("rng-state-get", call, frame, [self._move_before_capture(stmt, frame, direct)])
+        elif q == "torch.cuda.empty_cache":
+            self.report("empty-cache", call, frame)
+        elif meth == "step" and rk is not None and rk.cat == "optimizer" and _capturable_optimizer(ix, rk):
+            self._check_optimizer(call, recv, rk, frame)
+        elif meth in ("step", "update") and rk is not None and rk.cat == "scaler":
+            self.report("gradscaler-step", call, frame, [self._gradscaler_fix(stmt, frame, direct)])
+        elif q in TIMERS:
+            self.report("python-side-effect", call, frame, [self._move_after_replay(stmt, frame, direct)], message="A timer inside a CUDA-graph capture reads the clock once, at capture; replays do not run Python")
+        elif meth == "append" and recv is not None and self._is_global_container(recv, frame):
+            self.report("python-side-effect", call, frame, message="Appending to a Python container inside a capture runs once, at capture; replays append nothing")
+        # RNG with the default generator / custom generators
+        last = (q or "").rsplit(".", 1)[-1]
+        gen = kwarg(ix, call, "generator")
+        if gen is not None:
+            gk = self.kind(gen, frame)
+            if gk.cat == "generator" and gk.device == "cuda" and not self._generator_registered(ix, gen):
+                self.report("unregistered-generator", gen, frame, [self._register_generator_fix(ix, gen)])
+        elif q is not None and q.startswith("torch") and last in RNG_FUNCS and not self.rng_reported and self.region.kind != "graphed_callables":
+            self.rng_reported = True
+            self.report("default-generator-rng", call, frame)
+        # lazy init of cuBLAS / cuDNN
+        self._check_lazy_init(call, f, q, frame)
+        # follow the call
+        if frame.depth < self.max_depth:
+            targets = self.resolver.resolve_call(ix, call, frame.env)
+            for tgt in targets:
+                self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label)
+            if not targets and q not in ("print",):
+                # callables passed to library code run inside the capture (checkpoint(block, x), ...)
+                for a in args:
+                    if strip_parens(a).type in ("identifier", "attribute") and not self.kind(a, frame).tensor:
+                        for tgt in self.resolver.resolve_callable(ix, a, frame.env):
+                            self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label)
+
+    def _is_module_name(self, node: Node, frame: Frame) -> bool:
+        return self.kind(node, frame).cat == "module"
+
+    def _is_global_container(self, recv: Node, frame: Frame) -> bool:
+        recv = strip_parens(recv)
+        if recv.type == "attribute":
+            return frame.ix.text(recv).startswith("self.")
+        if recv.type != "identifier":
+            return False
+        name = frame.ix.text(recv)
+        assign, scope, is_param = frame.ix.lookup(name, recv)
+        if is_param or assign is None or scope is None:
+            return False
+        if frame.depth == 0:
+            return False  # a list built in the region's own scope
+        return scope.node.type == "module" and assign.value is not None and strip_parens(assign.value).type in ("list", "dictionary", "set")
+
+    def _device_is_cuda(self, ix: FileIndex, call: Node) -> bool:
+        d = kwarg(ix, call, "device")
+        return d is not None and "cuda" in ix.text(d)
+
+    def _check_optimizer(self, call: Node, recv: Node, rk: Kind, frame: Frame) -> None:
+        ix = frame.ix
+        ctor = rk.node
+        if ctor is None:
+            return
+        cap = kwarg(ix, ctor, "capturable")
+        cap_true = cap is not None and _truthy(ix, cap)
+        if not cap_true:
+            edit: TextEdit | None
+            if cap is not None:
+                edit = F.replace_node(ix, cap, "True")
+            else:
+                args = ctor.child_by_field_name("arguments")
+                if args is None:
+                    return
+                el, ec = ix.src.end(args)
+                inner = [c for c in args.named_children if c.type != "comment"]
+                sep = ", " if inner else ""
+                if inner and ix.text(args).rstrip()[:-1].rstrip().endswith(","):
+                    sep = " "
+                edit = TextEdit(el, ec - 1, el, ec - 1, f"{sep}capturable=True")
+            self.report("optimizer-not-capturable", call, frame, [F.fix("Create the optimizer with capturable=True", "safe", [edit])])
+            return
+        lr = kwarg(ix, ctor, "lr")
+        if lr is not None and ix.kind(lr).cat == "scalar" and _has_scheduler(ix, recv):
+            new = f'{F.torch_alias(ix)}.tensor({ix.text(lr)}, device="cuda")'
+            self.report("capturable-float-lr", lr, frame,
+                        [F.fix("Keep the learning rate in a 0-dim CUDA tensor", "unsafe", [F.replace_node(ix, lr, new)])])
+
+    def _check_lazy_init(self, call: Node, f: Node, q: str | None, frame: Frame) -> None:
+        if self.region.kind not in ("graph", "wrapper", "capture_begin"):
+            return
+        libs: set[str] = set()
+        if q in CUBLAS_FUNCS:
+            libs.add("cublas")
+        elif q in CUDNN_FUNCS:
+            libs.add("cudnn")
+        else:
+            k = self.kind(f, frame) if f.type in ("identifier", "attribute") else None
+            if k is not None and k.cat == "module":
+                libs |= set(k.lib)
+        for lib in sorted(libs - self.lazy_reported):
+            if self._warmed_up(lib):
+                continue
+            self.lazy_reported.add(lib)
+            hazard = "cublas-first-use" if lib == "cublas" else "cudnn-first-use"
+            self.report(hazard, call, frame, [self._warmup_fix()])
+
+    def _warmed_up(self, lib: str) -> bool:
+        r = self.region
+        ix = r.ix
+        anchor = r.anchor
+        callees: set[str] = set()
+        names: set[str] = set()
+        for st in r.stmts:
+            for n in walk(st):
+                if n.type == "call":
+                    fn = n.child_by_field_name("function")
+                    if fn is not None:
+                        callees.add(ix.text(fn))
+                        if fn.type == "identifier":
+                            names.add(ix.text(fn))
+                elif n.type == "identifier":
+                    names.add(ix.text(n))
+        scope = ix.scope_of(anchor)
+        chain = [scope]
+        while chain[-1].parent is not None:
+            chain.append(chain[-1].parent)  # type: ignore[arg-type]
+        for sc in chain:
+            body = sc.node if sc.node.type == "module" else sc.node.child_by_field_name("body")
+            if body is None:
+                continue
+            for n in _scope_calls(ix, body):
+                if n.start_byte >= anchor.start_byte and sc is scope:
+                    break
+                fn = n.child_by_field_name("function")
+                if fn is None:
+                    continue
+                text = ix.text(fn)
+                if text in callees and not text.endswith((".cuda", ".to")):
+                    k = ix.kind(fn) if fn.type in ("identifier", "attribute") else None
+                    if k is None or k.cat != "optimizer":
+                        return True
+                qn = ix.qualname(fn)
+                if (lib == "cublas" and qn in CUBLAS_FUNCS) or (lib == "cudnn" and qn in CUDNN_FUNCS):
+                    return True
+                if fn.type in ("identifier", "attribute") and ix.kind(fn).cat == "module" and lib in ix.kind(fn).lib:
+                    return True
+                for a in positional(n):
+                    if strip_parens(a).type == "identifier" and ix.text(a) in names and ix.kind(a).cat == "module":
+                        return True
+        return False
+
+    def _warmup_fix(self) -> Fix | None:
+        r = self.region
+        ix = r.ix
+        if r.kind not in ("graph", "wrapper") or not r.stmts:
+            return None
+        body_lines: list[str] = []
+        for st in r.stmts:
+            text = F.statement_lines(ix, st, "        ")
+            if text is None:
+                return None
+            body_lines.extend(text.rstrip("\n").split("\n"))
+        t = self.torch
+        s = _fresh_name(ix, "warmup_stream")
+        lines = [
+            f"{s} = {t}.cuda.Stream()",
+            f"{s}.wait_stream({t}.cuda.current_stream())",
+            f"with {t}.cuda.stream({s}):",
+            "    for _ in range(3):",
+            *[ln[len("    "):] if ln.startswith("    ") else ln for ln in body_lines],
+            f"{t}.cuda.current_stream().wait_stream({s})",
+        ]
+        # body lines already carry 8 spaces; insert_before_statement adds the anchor's indent
+        lines = [ln if i < 4 or ln == lines[-1] else "    " + ln for i, ln in enumerate(lines)]
+        return F.fix("Warm up on a side stream before the capture", "unsafe", [F.insert_before_statement(ix, r.anchor, lines)])
+
+    # ---- detectors: subscripts and stores ----------------------------------------------------------------
+    def _check_mask_index(self, node: Node, frame: Frame) -> None:
+        parent = node.parent
+        if parent is not None and parent.type == "assignment" and parent.child_by_field_name("left") == node:
+            return
+        idx = node.child_by_field_name("subscript")
+        value = node.child_by_field_name("value")
+        if idx is None or value is None:
+            return
+        k = self.kind(idx, frame)
+        if k.tensor and k.is_bool:
+            ix = frame.ix
+            t = self.torch
+            new = f"{t}.where({ix.text(idx)}, {ix.text(value)}, {t}.zeros_like({ix.text(value)}))"
+            self.report("bool-mask-index", node, frame,
+                        [F.fix("Mask on the device with torch.where (keeps the shape)", "unsafe", [F.replace_node(frame.ix, node, new)])])
+
+    def _check_setitem(self, node: Node, frame: Frame) -> None:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if left is None or right is None or left.type != "subscript":
+            return
+        value = left.child_by_field_name("value")
+        idx = left.child_by_field_name("subscript")
+        if value is None or idx is None:
+            return
+        vk = self.kind(value, frame)
+        rk = self.kind(right, frame)
+        if not (vk.tensor and vk.device == "cuda") or rk.cat != "scalar":
+            return
+        ix = frame.ix
+        ik = self.kind(idx, frame)
+        stmt = node.parent if node.parent is not None and node.parent.type == "expression_statement" else None
+        new: str
+        if ik.tensor and ik.is_bool:
+            new = f"{ix.text(value)}.masked_fill_({ix.text(idx)}, {ix.text(right)})"
+        elif ik.tensor:
+            new = f"{ix.text(value)}.index_fill_(0, {ix.text(idx)}, {ix.text(right)})"
+        else:
+            new = f"{ix.text(left)}.fill_({ix.text(right)})"
+        fx = F.fix("Write the scalar with an in-place device kernel", "safe", [F.replace_node(ix, node, new)]) if stmt is not None else None
+        self.report("scalar-setitem", node, frame, [fx])
+
+    def _check_counter(self, node: Node, frame: Frame) -> None:
+        left = node.child_by_field_name("left")
+        if left is None:
+            return
+        ix = frame.ix
+        k = self.kind(left, frame) if left.type == "identifier" else None
+        if k is not None and k.tensor:
+            return
+        is_side = False
+        if left.type == "attribute" and ix.text(left).startswith("self."):
+            right = node.child_by_field_name("right")
+            is_side = right is not None and right.type in ("integer", "float")
+        elif left.type == "identifier":
+            name = ix.text(left)
+            fn = ix.enclosing_function(node)
+            if fn is not None:
+                sc = ix.scope(fn.node)
+                is_side = name in sc.globals
+            else:
+                is_side = k is not None and k.cat == "scalar"
+        if is_side:
+            st = _stmt_of(node)
+            self.report("python-side-effect", node, frame,
+                        [self._move_after_replay(st, frame, st.id in self.region_stmt_ids and frame.depth == 0)],
+                        message="A Python counter updated inside a capture changes once, at capture; replays do not run Python")
+
+    def _check_fstring(self, node: Node, frame: Frame) -> None:
+        for c in node.named_children:
+            if c.type == "interpolation":
+                e = c.child_by_field_name("expression")
+                if e is not None and self.tensorish(e, frame):
+                    stmt = _stmt_of(node)
+                    self.report("tensor-format", c, frame, [self._guard_fix(stmt, node, frame)])
+
+    # ---- detectors: streams ------------------------------------------------------------------------------
+    def _check_side_stream(self, node: Node, frame: Frame) -> None:
+        ix = frame.ix
+        clause = next((c for c in node.children if c.type == "with_clause"), None)
+        if clause is None:
+            return
+        for item in clause.named_children:
+            v = item.child_by_field_name("value")
+            if v is None or v.type != "call":
+                continue
+            f = v.child_by_field_name("function")
+            if f is None or ix.qualname(f) != "torch.cuda.stream":
+                continue
+            args = positional(v)
+            if not args:
+                continue
+            s = ix.text(args[0])
+            if self.region.stream_arg is not None and ix.text(self.region.stream_arg) == s and frame.ix is self.region.ix:
+                continue
+            if "current_stream" in s:
+                continue
+            before = _siblings_before(node)
+            after = _siblings_after(node)
+            forked = any(f"{s}.wait_stream(" in ix.text(b).replace(" ", "") for b in before)
+            joined = any(f".wait_stream({s})" in ix.text(a).replace(" ", "") for a in after)
+            t = self.torch
+            fork_line = f"{s}.wait_stream({t}.cuda.current_stream())"
+            join_line = f"{t}.cuda.current_stream().wait_stream({s})"
+            if not forked:
+                edits = [F.insert_before_statement(ix, node, [fork_line])]
+                if not joined:
+                    edits.append(F.insert_after_statement(ix, node, [join_line]))
+                self.report("side-stream-no-fork", item, frame,
+                            [F.fix("Fork the side stream from the capturing stream (and join it back)", "safe", edits)])
+            elif not joined:
+                self.report("side-stream-no-join", item, frame,
+                            [F.fix("Join the side stream back into the capturing stream", "safe",
+                                   [F.insert_after_statement(ix, node, [join_line])])])
+
+    # ---- generators --------------------------------------------------------------------------------------
+    def _generator_registered(self, ix: FileIndex, gen: Node) -> bool:
+        name = ix.text(gen)
+        return f"register_generator_state({name})" in ix.src.text.replace(" ", "")
+
+    def _register_generator_fix(self, ix: FileIndex, gen: Node) -> Fix | None:
+        r = self.region
+        if r.graph_name is None or r.kind not in ("graph", "capture_begin") or ix is not r.ix:
+            return None
+        line = f"{r.graph_name}.register_generator_state({ix.text(gen)})"
+        return F.fix("Register the generator with the graph before capture", "safe", [F.insert_before_statement(ix, r.anchor, [line])])
+
+    # ---- fix helpers -------------------------------------------------------------------------------------
+    def _guard_fix(self, stmt: Node, node: Node, frame: Frame) -> Fix | None:
+        if stmt.type != "expression_statement":
+            return None
+        inner = stmt.named_children[0] if stmt.named_child_count else None
+        if inner is None or inner.type == "assignment":
+            return None
+        edit = F.guard_statement(frame.ix, stmt)
+        return F.fix("Skip it while capturing (guard with is_current_stream_capturing())", "safe",
+                     [edit] if edit is not None else None)
+
+    def _replay_anchor(self) -> Node:
+        r = self.region
+        anchor = r.end_stmt if r.kind == "capture_begin" and r.end_stmt is not None else r.anchor
+        if r.graph_name:
+            sib = anchor.next_named_sibling
+            while sib is not None:
+                if sib.type == "expression_statement" and r.ix.text(sib).replace(" ", "").startswith(f"{r.graph_name}.replay("):
+                    return sib
+                if sib.type not in ("expression_statement", "comment"):
+                    break
+                sib = sib.next_named_sibling
+        return anchor
+
+    def _move_after_replay(self, stmt: Node, frame: Frame, direct: bool) -> Fix | None:
+        if not direct or self.region.kind not in ("graph", "capture_begin", "wrapper"):
+            return None
+        ix = self.region.ix
+        # names it binds must not be read later in the region
+        bound = _bound_names(ix, stmt)
+        later = [s for s in self.region.stmts if s.start_byte > stmt.start_byte]
+        if bound and any(ix.text(n) in bound for s in later for n in walk(s) if n.type == "identifier"):
+            return None
+        edits = F.move_statement_after(ix, stmt, self._replay_anchor())
+        return F.fix("Move it after the replay (read the static output outside the capture)", "unsafe", edits)
+
+    def _move_before_capture(self, stmt: Node, frame: Frame, direct: bool) -> Fix | None:
+        if not direct or self.region.kind not in ("graph", "capture_begin", "wrapper"):
+            return None
+        edits = F.move_statement_before(self.region.ix, stmt, self.region.anchor)
+        return F.fix("Move it before the capture", "unsafe", edits)
+
+    def _hoist(self, stmt: Node, frame: Frame, direct: bool, call: Node, safe: bool = True) -> Fix | None:
+        if not direct or self.region.kind not in ("graph", "capture_begin", "wrapper"):
+            return None
+        ix = self.region.ix
+        literal = all(n.type not in ("identifier",) or ix.text(n) in ("device", "dtype", "torch", self.torch, "float32", "float16", "int64", "int32", "bfloat16", "long", "float", "requires_grad")
+                      for n in walk(call.child_by_field_name("arguments") or call))
+        edits = F.move_statement_before(ix, stmt, self.region.anchor)
+        return F.fix("Build the tensor once, before the capture", "safe" if (safe and literal) else "unsafe", edits)
+
+    def _nonzero_static_fix(self, ix: FileIndex, call: Node, q: str | None, recv: Node | None) -> Fix | None:
+        f = call.child_by_field_name("function")
+        if f is None:
+            return None
+        if q in ("torch.nonzero",):
+            args = positional(call)
+            if len(args) != 1 or kwarg(ix, call, "as_tuple") is not None:
+                return None
+            arg = strip_parens(args[0])
+            base = arg
+            if arg.type == "comparison_operator" and arg.named_child_count:
+                first = arg.named_children[0]
+                if first.type in ("identifier", "attribute"):
+                    base = first
+            base_text = ix.text(base) if base.type in ("identifier", "attribute") else f"({ix.text(arg)})"
+            fname = ix.text(f)[: -len("nonzero")] + "nonzero_static"
+            new = f"{fname}({ix.text(args[0])}, size={base_text}.numel(), fill_value=-1)"
+            return F.fix("Use torch.nonzero_static with a fixed size (pads with -1)", "unsafe", [F.replace_node(ix, call, new)])
+        if recv is not None and not positional(call) and kwarg(ix, call, "as_tuple") is None:
+            r = ix.text(recv)
+            r_p = r if strip_parens(recv).type in ("identifier", "attribute", "call") else f"({r})"
+            new = f"{r_p}.nonzero_static(size={r_p}.numel(), fill_value=-1)"
+            return F.fix("Use nonzero_static with a fixed size (pads with -1)", "unsafe", [F.replace_node(ix, call, new)])
+        return None
+
+    def _gradscaler_fix(self, stmt: Node, frame: Frame, direct: bool) -> Fix | None:
+        if not direct or self.region.kind not in ("graph", "wrapper"):
+            return None
+        ix = self.region.ix
+        group = [stmt]
+        nxt = _next_stmt(stmt)
+        if nxt is not None and nxt.id in self.region_stmt_ids and ".update(" in ix.text(nxt) and ".step(" in ix.text(stmt):
+            group.append(nxt)
+        prev = _prev_stmt(stmt)
+        if ".update(" in ix.text(stmt) and prev is not None and prev.id in self.region_stmt_ids and ".step(" in ix.text(prev):
+            return None  # the step's fix moves both
+        if len(group) == len(self.region.stmts):
+            return None
+        after = self._replay_anchor()
+        edits: list[TextEdit] = []
+        texts: list[str] = []
+        for st in group:
+            d = F.delete_statement(ix, st)
+            body = F.statement_lines(ix, st, ix.src.indent_of(after))
+            if d is None or body is None:
+                return None
+            edits.append(d)
+            texts.append(body.rstrip("\n"))
+        edits.append(F.insert_after_statement(ix, after, texts, indent=""))
+        return F.fix("Run scaler.step()/update() eagerly after each replay", "unsafe", edits)
+
+
+def _next_stmt(n: Node) -> Node | None:
+    s = n.next_named_sibling
+    while s is not None and s.type == "comment":
+        s = s.next_named_sibling
+    return s
+
+
+def _prev_stmt(n: Node) -> Node | None:
+    s = n.prev_named_sibling
+    while s is not None and s.type == "comment":
+        s = s.prev_named_sibling
+    return s
+
+
+def _scope_calls(ix: FileIndex, body: Node) -> list[Node]:
+    out: list[Node] = []
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n.type == "call":
+            out.append(n)
+        for c in reversed(n.named_children):
+            if c.type not in ("function_definition", "class_definition", "decorated_definition", "lambda", "comment", "string"):
+                stack.append(c)
+    out.sort(key=lambda n: n.start_byte)
+    return out
+
+
+def _siblings_before(node: Node) -> list[Node]:
+    out = []
+    s = node.prev_named_sibling
+    while s is not None:
+        out.append(s)
+        s = s.prev_named_sibling
+    return out
+
+
+def _siblings_after(node: Node) -> list[Node]:
+    out = []
+    s = node.next_named_sibling
+    while s is not None:
+        out.append(s)
+        s = s.next_named_sibling
+    return out
+
+
+def _bound_names(ix: FileIndex, stmt: Node) -> set[str]:
+    out: set[str] = set()
+    if stmt.type == "expression_statement" and stmt.named_child_count and stmt.named_children[0].type == "assignment":
+        left = stmt.named_children[0].child_by_field_name("left")
+        if left is not None:
+            for n in walk(left):
+                if n.type == "identifier":
+                    out.add(ix.text(n))
+    return out
+
+
+CAPTURABLE_OPTIMIZERS = frozenset({"Adam", "AdamW", "Adamax", "Adadelta", "Adagrad", "ASGD", "NAdam", "RAdam",
+                                   "RMSprop", "Rprop", "SparseAdam"})
+
+
+def _capturable_optimizer(ix: FileIndex, k: Kind) -> bool:
+    if k.node is None:
+        return False
+    f = k.node.child_by_field_name("function")
+    q = ix.qualname(f) if f is not None else None
+    return q is not None and q.rsplit(".", 1)[-1] in CAPTURABLE_OPTIMIZERS
+
+
+def _truthy(ix: FileIndex, node: Node) -> bool:
+    node = strip_parens(node)
+    if node.type == "true":
+        return True
+    if node.type == "identifier":
+        assign, _s, _p = ix.lookup(ix.text(node), node)
+        if assign is not None and assign.value is not None:
+            return strip_parens(assign.value).type == "true"
+        return True  # unknown: give the benefit of the doubt
+    return node.type not in ("false", "none", "integer")
+
+
+def _has_scheduler(ix: FileIndex, opt: Node) -> bool:
+    name = ix.text(opt)
+    caps = run_query("(call) @call", ix.src.root)
+    for call in caps.get("call", []):
+        f = call.child_by_field_name("function")
+        if f is None:
+            continue
+        q = ix.qualname(f) or ""
+        if q.startswith("torch.optim.lr_scheduler.") or q.endswith(("LR", "Scheduler", "Annealing", "Warmup")):
+            pos = positional(call)
+            if pos and ix.text(pos[0]) == name:
+                return True
+            o = kwarg(ix, call, "optimizer")
+            if o is not None and ix.text(o) == name:
+                return True
+    return False
+
+
+def _logging_level_low(ix: FileIndex) -> bool:
+    text = ix.src.text
+    for marker in ("basicConfig(", "setLevel("):
+        pos = text.find(marker)
+        while pos >= 0:
+            seg = text[pos : pos + 200]
+            if "INFO" in seg or "DEBUG" in seg or "NOTSET" in seg:
+                return True
+            pos = text.find(marker, pos + 1)
+    return False
+
+
+def _fresh_name(ix: FileIndex, base: str) -> str:
+    text = ix.src.text
+    if base not in text:
+        return base
+    i = 2
+    while f"{base}{i}" in text:
+        i += 1
+    return f"{base}{i}"
+
+
+# ---- eager fallback --------------------------------------------------------------------------------------------
+def eager_fallback(region: CaptureRegion) -> Fix | None:
+    ix = region.ix
+    title = "Run without CUDA-graph capture (eager fallback)"
+    if region.kind in ("graph", "wrapper") and region.with_item is not None:
+        w = region.anchor
+        clause = next((c for c in w.children if c.type == "with_clause"), None)
+        items = [c for c in clause.named_children if c.type == "with_item"] if clause is not None else []
+        if len(items) > 1:
+            idx = next((i for i, it in enumerate(items) if it.id == region.with_item.id), None)
+            if idx is None:
+                return None
+            if idx + 1 < len(items):
+                sl, sc = ix.src.start(items[idx])
+                el, ec = ix.src.start(items[idx + 1])
+            else:
+                sl, sc = ix.src.end(items[idx - 1])
+                el, ec = ix.src.end(items[idx])
+            return F.fix(title, "unsafe", [TextEdit(sl, sc, el, ec, "")])
+        body = w.child_by_field_name("body")
+        if body is None or F._has_multiline_string(w) or not F.owns_lines(ix, w) or body.start_point[0] == w.start_point[0]:
+            return None
+        stmts = [c for c in body.named_children if c.type != "comment"]
+        if not stmts:
+            return None
+        text = F.rows_text(ix, body.start_point[0], body.end_point[0], ix.src.indent_of(stmts[0]), ix.src.indent_of(w))
+        return F.fix(title, "unsafe", [TextEdit(w.start_point[0], 0, *F.row_end(ix, body.end_point[0]), text)])
+    if region.kind == "graphed_callables":
+        pos = positional(region.site)
+        if not pos:
+            return None
+        return F.fix(title, "unsafe", [F.replace_node(ix, region.site, ix.text(pos[0]))])
+    if region.kind == "compile":
+        if region.mode_node is not None and region.mode_node.type == "string":
+            text = ix.text(region.mode_node)
+            for mode, repl in CG_MODES.items():
+                if mode in text:
+                    return F.fix("Compile without CUDA graphs (mode without cudagraphs)", "unsafe",
+                                 [F.replace_node(ix, region.mode_node, text.replace(mode, repl))])
+        return None
+    return None
+
+
+# ---- around the region: the replay side -----------------------------------------------------------------------
+def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None:
+    ix = region.ix
+    _region_settings(region, sink)
+    if region.kind == "compile":
+        _compile_outputs(region, sink)
+        return
+    if region.kind == "capture_begin":
+        if not is_inside_stream_context(ix, region.anchor) and region.stream_arg is None:
+            sink(Hit("capture-begin-default-stream", ix, region.site, region, (), [f for f in [_side_stream_capture_fix(region)] if f]))
+    if region.kind not in ("graph", "capture_begin", "wrapper") or not region.graph_name:
+        return
+    g = region.graph_name
+    scope = ix.scope_of(region.anchor)
+    body = scope.node if scope.node.type == "module" else scope.node.child_by_field_name("body")
+    if body is None:
+        return
+    # inputs: names read in the region that were bound before it (plus module globals read by callees);
+    # outputs: names bound in the region
+    reads: dict[str, Node] = {}
+    outputs: set[str] = set()
+    for st in region.stmts:
+        for n in walk(st):
+            if n.type == "identifier":
+                p = n.parent
+                name = ix.text(n)
+                if p is not None and p.type == "assignment" and p.child_by_field_name("left") == n:
+                    outputs.add(name)
+                elif p is not None and p.type == "attribute" and p.child_by_field_name("attribute") == n:
+                    continue
+                elif p is not None and p.type == "keyword_argument" and p.child_by_field_name("name") == n:
+                    continue
+                else:
+                    reads.setdefault(name, n)
+            elif n.type == "call":
+                for t in resolver.resolve_call(ix, n, EMPTY_ENV):
+                    if t.ix is ix and t.func.body is not None:
+                        local = ix.scope(t.func.node)
+                        for m in walk(t.func.body):
+                            if m.type == "identifier":
+                                nm = ix.text(m)
+                                if nm not in local.assigns and nm not in local.params:
+                                    reads.setdefault(nm, m)
+    inputs = {n: node for n, node in reads.items() if n not in outputs}
+    after = [n for n in _scope_nodes_after(body, region.end_byte)]
+    replays = [n for n in after if n.type == "call" and ix.text(n).replace(" ", "").startswith(f"{g}.replay(")]
+    if not replays:
+        return
+
+    def replay_follows(node: Node) -> bool:
+        if any(r.start_byte > node.end_byte for r in replays):
+            return True
+        loop = _enclosing_loop(node, body)
+        return loop is not None and any(loop.start_byte <= r.start_byte < loop.end_byte for r in replays)
+
+    for n in after:
+        if n.type == "assignment":
+            left = n.child_by_field_name("left")
+            right = n.child_by_field_name("right")
+            if left is None or right is None or left.type != "identifier":
+                continue
+            name = ix.text(left)
+            stmt = n.parent if n.parent is not None and n.parent.type == "expression_statement" else None
+            if name in inputs and stmt is not None and replay_follows(n):
+                k = ix.kind(inputs[name])
+                if k.cat == "scalar":
+                    continue  # handled below
+                if k.cat in ("tensor", "unknown"):
+                    fx = F.fix("Copy into the captured tensor instead of rebinding the name", "unsafe",
+                               [F.replace_node(ix, n, f"{name}.copy_({ix.text(right)})")])
+                    sink(Hit("static-input-rebound", ix, n, region, (), [f for f in [fx] if f]))
+            rr = strip_parens(right)
+            if rr.type == "identifier" and ix.text(rr) in outputs and replay_follows(n) and any(r.start_byte < n.start_byte for r in replays):
+                fx = F.fix("Clone the static output before the next replay", "unsafe",
+                           [F.replace_node(ix, rr, f"{ix.text(rr)}.clone()")])
+                sink(Hit("static-output-aliased", ix, n, region, (), [f for f in [fx] if f]))
+        elif n.type == "delete_statement":
+            targets = [c for c in walk(n) if c.type == "identifier"]
+            for tnode in targets:
+                if ix.text(tnode) in inputs and replay_follows(n):
+                    d = F.delete_statement(ix, n) if len(targets) == 1 else None
+                    fx = F.fix("Keep the captured input alive (drop the del)", "unsafe", [d] if d else None)
+                    sink(Hit("static-input-deleted", ix, n, region, (), [f for f in [fx] if f]))
+        elif n.type == "call":
+            text = ix.text(n).replace(" ", "")
+            f = n.child_by_field_name("function")
+            if f is not None and ix.qualname(f) == "torch.cuda.empty_cache" and replay_follows(n):
+                sink(Hit("empty-cache", ix, n, region))
+            if f is not None and f.type == "attribute" and text.split("(")[0].endswith(".copy_"):
+                obj = f.child_by_field_name("object")
+                args = positional(n)
+                if obj is not None and obj.type == "identifier" and ix.text(obj) in inputs and args:
+                    _check_shape(region, n, obj, args[0], sink)
+    # Python scalars read by the capture and changed afterwards
+    for name, node in inputs.items():
+        k = ix.kind(node)
+        if k.cat != "scalar":
+            continue
+        later = [n for n in after if n.type in ("assignment", "augmented_assignment")
+                 and (lft := n.child_by_field_name("left")) is not None and lft.type == "identifier" and ix.text(lft) == name
+                 and replay_follows(n)]
+        if not later:
+            continue
+        sink(Hit("python-scalar-baked", ix, later[0], region, (), [f for f in [_scalar_fix(region, name, node, later)] if f]))
+
+
+def _scalar_fix(region: CaptureRegion, name: str, read: Node, later: list[Node]) -> Fix | None:
+    ix = region.ix
+    assign, _scope, _p = ix.lookup(name, region.anchor)
+    if assign is None or assign.value is None or assign.stmt.type != "assignment":
+        return None
+    t = F.torch_alias(ix)
+    edits = [F.replace_node(ix, assign.value, f'{t}.full((), {ix.text(assign.value)}, device="cuda")')]
+    for n in later:
+        right = n.child_by_field_name("right")
+        if right is None:
+            return None
+        if n.type == "assignment":
+            edits.append(F.replace_node(ix, n, f"{name}.fill_({ix.text(right)})"))
+        else:
+            op = next((c for c in n.children if not c.is_named), None)
+            meth = {"+=": "add_", "-=": "sub_", "*=": "mul_", "/=": "div_"}.get(ix.text(op) if op is not None else "")
+            if meth is None:
+                return None
+            edits.append(F.replace_node(ix, n, f"{name}.{meth}({ix.text(right)})"))
+    return F.fix("Keep the scalar in a 0-dim device tensor and update it with fill_()", "unsafe", edits)
+
+
+def _check_shape(region: CaptureRegion, call: Node, dst: Node, src: Node, sink: Sink) -> None:
+    ix = region.ix
+    dk = ix.kind(dst)
+    sk = ix.kind(src)
+    if dk.shape is not None and sk.shape is not None and len(dk.shape) == len(sk.shape) and dk.shape != sk.shape:
+        fx = _pad_fix(region, call, dst, src, dk, sk)
+        sink(Hit("replay-shape-mismatch", ix, call, region, (), [f for f in [fx] if f], severity="error"))
+        return
+    src = strip_parens(src)
+    if src.type == "identifier":
+        assign, _s, _p = ix.lookup(ix.text(src), src)
+        stmt = assign.stmt if assign is not None else None
+        if stmt is not None and stmt.type == "for_statement":
+            it = stmt.child_by_field_name("right")
+            if it is not None:
+                lk = ix.kind(it)
+                loader = lk.node if lk.cat == "dataloader" else None
+                if loader is not None:
+                    dl = kwarg(ix, loader, "drop_last")
+                    if dl is None or ix.text(dl) != "True":
+                        fx = _drop_last_fix(ix, loader, dl)
+                        sink(Hit("dataloader-partial-batch", ix, call, region, (), [f for f in [fx] if f], severity="warning"))
+
+
+def _drop_last_fix(ix: FileIndex, loader: Node, dl: Node | None) -> Fix | None:
+    if dl is not None:
+        return F.fix("Drop the last, smaller batch (drop_last=True)", "unsafe", [F.replace_node(ix, dl, "True")])
+    args = loader.child_by_field_name("arguments")
+    if args is None:
+        return None
+    el, ec = ix.src.end(args)
+    return F.fix("Drop the last, smaller batch (drop_last=True)", "unsafe", [TextEdit(el, ec - 1, el, ec - 1, ", drop_last=True")])
+
+
+def _pad_fix(region: CaptureRegion, call: Node, dst: Node, src: Node, dk: Kind, sk: Kind) -> Fix | None:
+    ix = region.ix
+    stmt = call.parent
+    if stmt is None or stmt.type != "expression_statement" or dk.node is None or dk.shape is None or sk.shape is None:
+        return None
+    d, s = ix.text(dst), ix.text(src)
+    edits: list[TextEdit] = []
+    if sk.shape[0] > dk.shape[0]:
+        args = positional(dk.node)
+        first = args[0] if args else None
+        if first is not None and first.type in ("tuple", "list") and first.named_child_count:
+            first = first.named_children[0]
+        if first is None or first.type != "integer":
+            return None
+        edits.append(F.replace_node(ix, first, str(sk.shape[0])))
+    indent = ix.src.indent_of(stmt)
+    new = f"{d}.zero_()\n{indent}{d}[: {s}.shape[0]].copy_({s})"
+    edits.append(F.replace_node(ix, stmt, new))
+    return F.fix("Capture at the largest batch size and copy each batch into a zero-padded slice", "unsafe", edits)
+
+
+def _side_stream_capture_fix(region: CaptureRegion) -> Fix | None:
+    ix = region.ix
+    begin, end = region.anchor, region.end_stmt
+    if end is None or begin.parent is None or end.parent is None or begin.parent.id != end.parent.id:
+        return None
+    indent = ix.src.indent_of(begin)
+    t = F.torch_alias(ix)
+    s = _fresh_name(ix, "capture_stream")
+    lines = [f"{indent}{s} = {t}.cuda.Stream()", f"{indent}{s}.wait_stream({t}.cuda.current_stream())",
+             f"{indent}with {t}.cuda.stream({s}):"]
+    if not F.owns_lines(ix, begin) or not F.owns_lines(ix, end) or _has_ml(begin.parent, begin, end):
+        return None
+    lines.append(F.rows_text(ix, begin.start_point[0], end.end_point[0], indent, indent + "    "))
+    lines.append(f"{indent}{t}.cuda.current_stream().wait_stream({s})")
+    return F.fix("Capture on a side stream forked from (and joined to) the current stream", "safe",
+                 [TextEdit(begin.start_point[0], 0, *F.row_end(ix, end.end_point[0]), "\n".join(lines))])
+
+
+def _has_ml(block: Node | None, begin: Node, end: Node) -> bool:
+    if block is None:
+        return True
+    return any(F._has_multiline_string(c) for c in block.named_children if begin.start_byte <= c.start_byte <= end.start_byte)
+
+
+def _scope_nodes_after(body: Node, after_byte: int) -> list[Node]:
+    out: list[Node] = []
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n.end_byte <= after_byte:
+            continue
+        if n.start_byte >= after_byte:
+            out.append(n)
+        for c in reversed(n.named_children):
+            if c.type not in ("function_definition", "class_definition", "decorated_definition", "lambda", "comment", "string"):
+                stack.append(c)
+    out.sort(key=lambda n: n.start_byte)
+    return out
+
+
+def _enclosing_loop(node: Node, stop: Node) -> Node | None:
+    p = node.parent
+    while p is not None and p.id != stop.id:
+        if p.type in ("for_statement", "while_statement"):
+            return p
+        p = p.parent
+    return None
+
+
+def _compile_outputs(region: CaptureRegion, sink: Sink) -> None:
+    """reduce-overhead outputs kept in a name, then the compiled function called again, then the name read."""
+    ix = region.ix
+    names = set(region.compiled_names)
+    if not names:
+        return
+    scope_owner = ix.scope_of(region.anchor).node
+    body = scope_owner if scope_owner.type == "module" else scope_owner.child_by_field_name("body")
+    if body is None:
+        return
+    nodes = _scope_nodes_after(body, region.end_byte)
+    calls = [n for n in nodes if n.type == "call" and (fn := n.child_by_field_name("function")) is not None and ix.text(fn) in names]
+    for call in calls:
+        parent = call.parent
+        if parent is None or parent.type != "assignment" or parent.child_by_field_name("right") != call:
+            continue
+        left = parent.child_by_field_name("left")
+        if left is None or left.type != "identifier" or _enclosing_loop(call, body) is not None:
+            continue
+        name = ix.text(left)
+        later_calls = [c for c in calls if c.start_byte > parent.end_byte]
+        if not later_calls:
+            continue
+        nxt = later_calls[0]
+        # read of the name after the next call, before it is rebound
+        for n in nodes:
+            if n.start_byte <= nxt.end_byte or n.type != "identifier" or ix.text(n) != name:
+                continue
+            p = n.parent
+            if p is not None and p.type == "assignment" and p.child_by_field_name("left") == n:
+                break
+            fx = F.fix("Clone the output before the next call", "unsafe", [F.replace_node(ix, call, f"{ix.text(call)}.clone()")])
+            fb = eager_fallback(region)
+            sink(Hit("compile-output-reused", ix, parent, region, (), [f for f in (fx, fb) if f]))
+            break
+
+
+def _region_settings(region: CaptureRegion, sink: Sink) -> None:
+    """Settings around a capture that break it: autocast cache, cudaMallocAsync, pinning threads."""
+    ix = region.ix
+    data = ix.src.data
+    if region.kind == "graphed_callables":
+        p = region.site.parent
+        while p is not None:
+            if p.type == "with_statement":
+                clause = next((c for c in p.children if c.type == "with_clause"), None)
+                for item in clause.named_children if clause is not None else []:
+                    v = item.child_by_field_name("value")
+                    if v is None or v.type != "call":
+                        continue
+                    f = v.child_by_field_name("function")
+                    q = ix.qualname(f) if f is not None else None
+                    if q is None or not q.endswith("autocast"):
+                        continue
+                    ce = kwarg(ix, v, "cache_enabled")
+                    if ce is not None and not _truthy(ix, ce):
+                        continue
+                    if ce is not None:
+                        edit = F.replace_node(ix, ce, "False")
+                    else:
+                        args = v.child_by_field_name("arguments")
+                        if args is None:
+                            continue
+                        el, ec = ix.src.end(args)
+                        sep = ", " if args.named_child_count else ""
+                        edit = TextEdit(el, ec - 1, el, ec - 1, f"{sep}cache_enabled=False")
+                    sink(Hit("graphed-callables-autocast-cache", ix, v, region, (),
+                             [f for f in [F.fix("Disable the autocast cache (cache_enabled=False)", "safe", [edit])] if f]))
+            if p.type in ("function_definition", "module"):
+                break
+            p = p.parent
+    if region.kind == "compile" and b"cudaMallocAsync" in data:
+        for n in run_query("(string) @s", ix.src.root).get("s", []):
+            if "cudaMallocAsync" in ix.text(n) and "backend" in ix.text(n):
+                sink(Hit("cudamallocasync-with-cudagraphs", ix, n, region))
+                break
+    if region.kind in ("graph", "wrapper") and b"pin_memory=True" in data and (b"Thread(" in data or b"threading" in data):
+        mode = kwarg(ix, region.site, "capture_error_mode")
+        if mode is None or "global" in ix.text(mode) or (mode.type == "identifier" and "thread_local" not in ix.text(mode)
+                                                         and "global" in _value_text(ix, mode)):
+            if mode is not None:
+                edit = F.replace_node(ix, mode, '"thread_local"')
+            else:
+                args = region.site.child_by_field_name("arguments")
+                if args is None:
+                    return
+                el, ec = ix.src.end(args)
+                edit = TextEdit(el, ec - 1, el, ec - 1, ', capture_error_mode="thread_local"')
+            sink(Hit("pinning-thread-global-capture", ix, region.site, region, (),
+                     [f for f in [F.fix('Capture with capture_error_mode="thread_local"', "safe", [edit])] if f]))
+
+
+def _value_text(ix: FileIndex, node: Node) -> str:
+    assign, _s, _p = ix.lookup(ix.text(node), node)
+    return ix.text(assign.value) if assign is not None and assign.value is not None else ""

@@ -1,0 +1,571 @@
+"""Per-file index: functions, classes, scopes and a light kind inference ("is this a CUDA tensor?").
+
+The index is rebuilt on every parse (queries run in C, so this is cheap); scopes are built lazily, only for
+the functions that capture regions reach.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from denpex.source.names import ImportMap, build_imports, dotted_of, qualname
+from denpex.source.parse import ParsedSource, run_query, strip_parens
+
+_DEFS = """
+(function_definition) @fn
+(class_definition) @cls
+"""
+
+TENSOR_FACTORIES = frozenset(
+    "randn rand randint randperm zeros ones empty full tensor as_tensor arange linspace logspace eye "
+    "cat concat stack where from_numpy normal bernoulli multinomial masked_fill index_select gather "
+    "matmul mm bmm addmm einsum sin cos exp log sqrt abs sum mean max min softmax sigmoid tanh relu "
+    "clamp flatten reshape zeros_like ones_like empty_like full_like rand_like randn_like randint_like "
+    "nonzero_static lerp addcmul addcdiv linear".split()
+)
+SHAPE_FACTORIES = frozenset("randn rand zeros ones empty".split())
+TENSOR_METHODS = frozenset(
+    "sum mean max min abs norm any all float half double int long bool clone detach contiguous view "
+    "reshape flatten squeeze unsqueeze exp log sqrt pow softmax sigmoid relu tanh argmax argmin std var "
+    "prod cumsum t transpose permute expand repeat gt lt ge le eq ne isnan isinf isfinite logical_and "
+    "logical_or logical_not masked_fill where add sub mul div neg matmul mm bmm square clamp round".split()
+)
+BOOL_METHODS = frozenset("gt lt ge le eq ne isnan isinf isfinite logical_and logical_or logical_not any all bool".split())
+CUBLAS_MODULES = frozenset(
+    "Linear Bilinear LazyLinear MultiheadAttention Transformer TransformerEncoder TransformerDecoder "
+    "TransformerEncoderLayer TransformerDecoderLayer LSTM GRU RNN".split()
+)
+CUDNN_MODULES = frozenset(
+    "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d LazyConv1d LazyConv2d LazyConv3d "
+    "BatchNorm1d BatchNorm2d BatchNorm3d LSTM GRU RNN".split()
+)
+
+
+@dataclass(frozen=True)
+class Kind:
+    cat: str  # tensor scalar module stream event generator graph optimizer scaler dataloader scheduler
+    #           compiled str bool none other unknown param
+    device: str | None = None  # cuda cpu pinned
+    is_bool: bool = False
+    lib: frozenset[str] = frozenset()
+    shape: tuple[int, ...] | None = None
+    node: Node | None = field(default=None, compare=False)  # the constructing call, when useful
+    user_class: str | None = None
+
+    @property
+    def tensor(self) -> bool:
+        return self.cat == "tensor"
+
+
+UNKNOWN = Kind("unknown")
+PARAM = Kind("param")
+
+
+@dataclass
+class FuncInfo:
+    name: str
+    node: Node  # function_definition
+    class_name: str | None
+    params: list[str]
+    decorators: list[Node]
+
+    @property
+    def body(self) -> Node | None:
+        return self.node.child_by_field_name("body")
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    node: Node
+    bases: list[str]
+    methods: dict[str, FuncInfo] = field(default_factory=dict)
+    self_attrs: dict[str, tuple[Node, FuncInfo]] = field(default_factory=dict)
+
+
+@dataclass
+class Assign:
+    start_byte: int
+    value: Node | None  # None for parameters, loop targets, with-as targets
+    stmt: Node
+
+
+@dataclass
+class Scope:
+    node: Node  # function_definition or module
+    assigns: dict[str, list[Assign]] = field(default_factory=dict)
+    params: set[str] = field(default_factory=set)
+    globals: set[str] = field(default_factory=set)
+    parent: Scope | None = None
+
+
+def _params(src: ParsedSource, fn: Node) -> list[str]:
+    out: list[str] = []
+    params = fn.child_by_field_name("parameters")
+    if params is None:
+        return out
+    for p in params.named_children:
+        if p.type == "identifier":
+            out.append(src.node_text(p))
+        else:
+            name = p.child_by_field_name("name")
+            if name is None and p.named_child_count:
+                name = p.named_children[0]
+            if name is not None and name.type == "identifier":
+                out.append(src.node_text(name))
+    return out
+
+
+class FileIndex:
+    def __init__(self, path: str, src: ParsedSource) -> None:
+        self.path = path
+        self.src = src
+        self.imports: ImportMap = build_imports(src)
+        self.functions: list[FuncInfo] = []
+        self.by_node: dict[int, FuncInfo] = {}
+        self.module_funcs: dict[str, FuncInfo] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self._scopes: dict[int, Scope] = {}
+        caps = run_query(_DEFS, src.root)
+        for cls in caps.get("cls", []):
+            name_node = cls.child_by_field_name("name")
+            if name_node is None:
+                continue
+            bases: list[str] = []
+            sup = cls.child_by_field_name("superclasses")
+            if sup is not None:
+                for b in sup.named_children:
+                    d = dotted_of(src, b)
+                    if d:
+                        bases.append(self.imports.resolve_dotted(d))
+            self.classes.setdefault(src.node_text(name_node), ClassInfo(src.node_text(name_node), cls, bases))
+        for fn in caps.get("fn", []):
+            name_node = fn.child_by_field_name("name")
+            if name_node is None:
+                continue
+            parent = fn.parent
+            decorators: list[Node] = []
+            if parent is not None and parent.type == "decorated_definition":
+                decorators = [d for d in parent.named_children if d.type == "decorator"]
+                parent = parent.parent
+            class_name = None
+            container = parent.parent if parent is not None and parent.type == "block" else parent
+            if container is not None and container.type == "class_definition":
+                cn = container.child_by_field_name("name")
+                class_name = src.node_text(cn) if cn is not None else None
+            info = FuncInfo(src.node_text(name_node), fn, class_name, _params(src, fn), decorators)
+            self.functions.append(info)
+            self.by_node[fn.id] = info
+            if class_name is not None:
+                cls_info = self.classes.get(class_name)
+                if cls_info is not None:
+                    cls_info.methods.setdefault(info.name, info)
+            elif container is not None and container.type == "module":
+                self.module_funcs[info.name] = info
+        self._self_attrs_done = False
+
+    # ---- names -------------------------------------------------------------------------------------------
+    def qualname(self, node: Node) -> str | None:
+        return qualname(self.src, self.imports, node)
+
+    def text(self, node: Node) -> str:
+        return self.src.node_text(node)
+
+    def enclosing_function(self, node: Node) -> FuncInfo | None:
+        p = node.parent
+        while p is not None:
+            if p.type == "function_definition":
+                return self.by_node.get(p.id)
+            p = p.parent
+        return None
+
+    def enclosing_class(self, node: Node) -> ClassInfo | None:
+        p = node.parent
+        while p is not None:
+            if p.type == "class_definition":
+                n = p.child_by_field_name("name")
+                return self.classes.get(self.text(n)) if n is not None else None
+            p = p.parent
+        return None
+
+    def class_self_attrs(self, cls: ClassInfo) -> dict[str, tuple[Node, FuncInfo]]:
+        if not cls.self_attrs:
+            for m in cls.methods.values():
+                body = m.body
+                if body is None:
+                    continue
+                for n in _iter_scope_nodes(body):
+                    if n.type == "assignment":
+                        left = n.child_by_field_name("left")
+                        right = n.child_by_field_name("right")
+                        if left is not None and right is not None and left.type == "attribute":
+                            d = dotted_of(self.src, left)
+                            if d and d.startswith("self.") and d.count(".") == 1:
+                                cls.self_attrs.setdefault(d[5:], (right, m))
+        return cls.self_attrs
+
+    # ---- scopes ------------------------------------------------------------------------------------------
+    def scope_of(self, node: Node) -> Scope:
+        """The scope (function or module) whose body contains `node`."""
+        p = node.parent
+        while p is not None and p.type not in ("function_definition", "module"):
+            p = p.parent
+        if p is None:
+            p = self.src.root
+        return self.scope(p)
+
+    def scope(self, owner: Node) -> Scope:
+        cached = self._scopes.get(owner.id)
+        if cached is not None:
+            return cached
+        scope = Scope(owner)
+        if owner.type == "function_definition":
+            info = self.by_node.get(owner.id)
+            if info is not None:
+                scope.params = set(info.params)
+            scope.parent = self.scope_of(owner)
+            body = owner.child_by_field_name("body")
+        else:
+            body = owner
+        if body is not None:
+            for n in _iter_scope_nodes(body):
+                t = n.type
+                if t == "assignment":
+                    left = n.child_by_field_name("left")
+                    right = n.child_by_field_name("right")
+                    if left is not None:
+                        self._bind_targets(scope, left, right, n)
+                elif t == "augmented_assignment":
+                    left = n.child_by_field_name("left")
+                    if left is not None and left.type == "identifier":
+                        scope.assigns.setdefault(self.text(left), []).append(Assign(n.start_byte, n, n))
+                elif t in ("for_statement", "for_in_clause"):
+                    left = n.child_by_field_name("left")
+                    if left is not None:
+                        self._bind_targets(scope, left, None, n)
+                elif t == "as_pattern_target" or t == "with_item":
+                    pass
+                elif t == "global_statement" or t == "nonlocal_statement":
+                    for c in n.named_children:
+                        if c.type == "identifier":
+                            scope.globals.add(self.text(c))
+        self._scopes[owner.id] = scope
+        return scope
+
+    def _bind_targets(self, scope: Scope, left: Node, right: Node | None, stmt: Node) -> None:
+        left = strip_parens(left)
+        if left.type == "identifier":
+            scope.assigns.setdefault(self.text(left), []).append(Assign(stmt.start_byte, right, stmt))
+        elif left.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"):
+            elems = [c for c in left.named_children]
+            rvals: list[Node] | None = None
+            if right is not None:
+                r = strip_parens(right)
+                if r.type in ("tuple", "expression_list", "list") and r.named_child_count == len(elems):
+                    rvals = list(r.named_children)
+            for i, e in enumerate(elems):
+                self._bind_targets(scope, e, rvals[i] if rvals else None, stmt)
+
+    def lookup(self, name: str, at: Node) -> tuple[Assign | None, Scope | None, bool]:
+        """The assignment of `name` visible at `at`: (assign, scope, is_param)."""
+        scope: Scope | None = self.scope_of(at)
+        first = True
+        while scope is not None:
+            if name in scope.params and name not in scope.assigns:
+                return None, scope, True
+            assigns = scope.assigns.get(name)
+            if assigns:
+                if first:
+                    before = [a for a in assigns if a.start_byte < at.start_byte]
+                    return (before[-1] if before else assigns[0]), scope, False
+                return assigns[-1] if len(assigns) == 1 else _last_before(assigns, at), scope, False
+            if name in scope.params:
+                return None, scope, True
+            scope = scope.parent
+            first = False
+        return None, None, False
+
+    # ---- kinds -------------------------------------------------------------------------------------------
+    def kind(self, node: Node, depth: int = 0) -> Kind:
+        if depth > 8:
+            return UNKNOWN
+        node = strip_parens(node)
+        t = node.type
+        if t == "identifier":
+            name = self.text(node)
+            assign, _scope, is_param = self.lookup(name, node)
+            if is_param:
+                return PARAM
+            if assign is None or assign.value is None:
+                return UNKNOWN
+            if assign.stmt.type == "augmented_assignment":
+                return UNKNOWN
+            return self.kind(assign.value, depth + 1)
+        if t in ("integer", "float"):
+            return Kind("scalar")
+        if t in ("string", "concatenated_string"):
+            return Kind("str")
+        if t in ("true", "false"):
+            return Kind("bool")
+        if t == "none":
+            return Kind("none")
+        if t in ("list", "tuple", "dictionary", "set", "list_comprehension", "dictionary_comprehension"):
+            return Kind("other")
+        if t == "unary_operator":
+            arg = node.child_by_field_name("argument")
+            return self.kind(arg, depth + 1) if arg is not None else UNKNOWN
+        if t == "not_operator":
+            return Kind("bool")
+        if t == "binary_operator":
+            lk = self.kind(node.child_by_field_name("left") or node, depth + 1)
+            rk = self.kind(node.child_by_field_name("right") or node, depth + 1)
+            op = node.child_by_field_name("operator")
+            if lk.tensor or rk.tensor:
+                dev = "cuda" if "cuda" in (lk.device, rk.device) else (lk.device or rk.device)
+                return Kind("tensor", dev)
+            if lk.cat == "scalar" and rk.cat == "scalar":
+                return Kind("scalar")
+            if op is not None and self.text(op) == "@":
+                return Kind("tensor")
+            return UNKNOWN
+        if t == "comparison_operator":
+            for c in node.named_children:
+                k = self.kind(c, depth + 1)
+                if k.tensor:
+                    return Kind("tensor", k.device, is_bool=True)
+            return Kind("bool")
+        if t == "boolean_operator":
+            return Kind("bool")
+        if t == "conditional_expression":
+            return self.kind(node.named_children[0], depth + 1) if node.named_child_count else UNKNOWN
+        if t == "subscript":
+            v = node.child_by_field_name("value")
+            if v is not None:
+                k = self.kind(v, depth + 1)
+                if k.tensor:
+                    return Kind("tensor", k.device)
+            return UNKNOWN
+        if t == "attribute":
+            obj = node.child_by_field_name("object")
+            attr = node.child_by_field_name("attribute")
+            if obj is not None and attr is not None:
+                a = self.text(attr)
+                if obj.type == "identifier" and self.text(obj) == "self":
+                    cls = self.enclosing_class(node)
+                    if cls is not None:
+                        entry = self.class_self_attrs(cls).get(a)
+                        if entry is not None:
+                            return self.kind(entry[0], depth + 1)
+                    return UNKNOWN
+                ok = self.kind(obj, depth + 1)
+                if ok.tensor and a in ("T", "mT", "data", "grad", "real", "imag"):
+                    return Kind("tensor", ok.device)
+                if ok.tensor and a in ("shape", "device", "dtype"):
+                    return Kind("other")
+            return UNKNOWN
+        if t == "call":
+            return self._call_kind(node, depth)
+        return UNKNOWN
+
+    def _call_kind(self, node: Node, depth: int) -> Kind:
+        func = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        if func is None:
+            return UNKNOWN
+        q = self.qualname(func)
+        if q is not None:
+            last = q.rsplit(".", 1)[-1]
+            if q.startswith("torch.") or q == "torch":
+                return self._torch_call_kind(q, last, node, args, depth)
+            if q in self.classes or (q.split(".")[-1] in self.classes and "." not in q):
+                return Kind("module", "cuda", user_class=q)
+            if q.endswith("DataLoader"):
+                return Kind("dataloader", node=node)
+            if func.type == "identifier":
+                k = self.kind(func, depth + 1)
+                if k.cat == "module":
+                    return Kind("tensor", "cuda")
+                if k.cat == "compiled":
+                    return Kind("tensor", "cuda")
+                return UNKNOWN
+        if func.type == "attribute":
+            obj = func.child_by_field_name("object")
+            attr = func.child_by_field_name("attribute")
+            if obj is None or attr is None:
+                return UNKNOWN
+            m = self.text(attr)
+            rk = self.kind(obj, depth + 1)
+            if rk.cat == "module" and m in ("cuda", "to", "train", "eval", "half", "float", "bfloat16", "requires_grad_"):
+                return rk
+            if rk.cat == "module":
+                return UNKNOWN
+            if rk.tensor:
+                if m in ("item",):
+                    return Kind("scalar")
+                if m in ("tolist", "numpy"):
+                    return Kind("other")
+                if m in ("size", "dim", "numel", "stride", "element_size", "data_ptr"):
+                    return Kind("scalar")
+                if m == "cpu":
+                    return Kind("tensor", "cpu")
+                if m == "pin_memory":
+                    return Kind("tensor", "pinned")
+                if m == "cuda":
+                    return Kind("tensor", "cuda")
+                if m == "to" and args is not None and _mentions_cuda(self, args):
+                    return Kind("tensor", "cuda")
+                return Kind("tensor", rk.device, is_bool=m in BOOL_METHODS)
+            if rk.cat in ("unknown", "param") and m in TENSOR_METHODS:
+                return Kind("tensor", None, is_bool=m in BOOL_METHODS)
+            if rk.cat == "graph" and m == "pool":
+                return Kind("other")
+        return UNKNOWN
+
+    def _torch_call_kind(self, q: str, last: str, node: Node, args: Node | None, depth: int) -> Kind:
+        if q in ("torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream", "torch.Stream"):
+            return Kind("stream", node=node)
+        if q in ("torch.cuda.Event", "torch.Event"):
+            return Kind("event", node=node)
+        if q in ("torch.Generator", "torch.cuda.Generator"):
+            dev = "cuda" if args is not None and _mentions_cuda(self, args) else "cpu"
+            return Kind("generator", dev, node=node)
+        if q == "torch.cuda.CUDAGraph":
+            return Kind("graph", node=node)
+        if q.startswith("torch.optim.lr_scheduler."):
+            return Kind("scheduler", node=node)
+        if q.startswith("torch.optim.") and last[:1].isupper():
+            return Kind("optimizer", node=node)
+        if q in ("torch.amp.GradScaler",):
+            return Kind("scaler", node=node)
+        if q.startswith("torch.utils.data") and last == "DataLoader":
+            return Kind("dataloader", node=node)
+        if q == "torch.compile":
+            return Kind("compiled", node=node)
+        if q.startswith("torch.nn.") and last[:1].isupper() and ".functional" not in q:
+            lib: set[str] = set()
+            if last in CUBLAS_MODULES:
+                lib.add("cublas")
+            if last in CUDNN_MODULES:
+                lib.add("cudnn")
+            if last == "Sequential" and args is not None:
+                for a in args.named_children:
+                    k = self.kind(a, depth + 1)
+                    lib |= k.lib
+            return Kind("module", None, lib=frozenset(lib), node=node)
+        if q.startswith("torch.nn.functional."):
+            dev = self._first_tensor_device(args, depth)
+            return Kind("tensor", dev)
+        if last in TENSOR_FACTORIES or q.startswith("torch.special.") or q.startswith("torch.linalg."):
+            dev: str | None = None
+            if args is not None:
+                device_arg = _kwarg(self, args, "device")
+                if device_arg is not None:
+                    dev = "cuda" if _mentions_cuda(self, device_arg) else "cpu"
+                    if device_arg.type == "attribute" and self.text(device_arg).endswith(".device"):
+                        obj = device_arg.child_by_field_name("object")
+                        dev = self.kind(obj, depth + 1).device if obj is not None else None
+                pin = _kwarg(self, args, "pin_memory")
+                if pin is not None and self.text(pin) == "True":
+                    dev = "pinned"
+                if dev is None:
+                    if last.endswith("_like") or last in ("cat", "stack", "where", "matmul", "mm", "bmm"):
+                        dev = self._first_tensor_device(args, depth)
+                    elif last in ("tensor", "as_tensor", "from_numpy") or last in SHAPE_FACTORIES or last in (
+                        "full", "arange", "randint", "linspace", "eye", "randperm"
+                    ):
+                        dev = "cpu"
+                    else:
+                        dev = self._first_tensor_device(args, depth)
+            shape = _literal_shape(self, args) if last in SHAPE_FACTORIES and args is not None else None
+            return Kind("tensor", dev, shape=shape, node=node)
+        return UNKNOWN
+
+    def _first_tensor_device(self, args: Node | None, depth: int) -> str | None:
+        if args is None:
+            return None
+        for a in args.named_children:
+            if a.type == "keyword_argument":
+                continue
+            k = self.kind(a, depth + 1)
+            if k.tensor:
+                return k.device
+        return None
+
+
+def _last_before(assigns: list[Assign], at: Node) -> Assign:
+    before = [a for a in assigns if a.start_byte < at.start_byte]
+    return before[-1] if before else assigns[-1]
+
+
+def _iter_scope_nodes(body: Node) -> list[Node]:
+    """Nodes of a scope's body, not descending into nested functions, classes or lambdas."""
+    out: list[Node] = []
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        for c in reversed(n.children):
+            if c.type in ("function_definition", "class_definition", "lambda", "decorated_definition"):
+                continue
+            if c.is_named and c.type not in ("string", "comment", "integer", "float", "identifier"):
+                stack.append(c)
+    out.sort(key=lambda n: n.start_byte)
+    return out
+
+
+def _kwarg(ix: FileIndex, args: Node, name: str) -> Node | None:
+    for a in args.named_children:
+        if a.type == "keyword_argument":
+            n = a.child_by_field_name("name")
+            if n is not None and ix.text(n) == name:
+                return a.child_by_field_name("value")
+    return None
+
+
+def kwarg(ix: FileIndex, call: Node, name: str) -> Node | None:
+    args = call.child_by_field_name("arguments")
+    return _kwarg(ix, args, name) if args is not None else None
+
+
+def positional(call: Node) -> list[Node]:
+    args = call.child_by_field_name("arguments")
+    if args is None:
+        return []
+    return [a for a in args.named_children if a.type not in ("keyword_argument", "comment", "list_splat", "dictionary_splat")]
+
+
+def _mentions_cuda(ix: FileIndex, node: Node) -> bool:
+    text = ix.text(node)
+    if "cuda" in text:
+        return True
+    # a name bound to "cuda" / torch.device("cuda")
+    for n in [node, *node.named_children]:
+        n = strip_parens(n)
+        if n.type == "identifier":
+            assign, _s, _p = ix.lookup(ix.text(n), n)
+            if assign is not None and assign.value is not None and "cuda" in ix.text(assign.value):
+                return True
+        if n.type == "keyword_argument":
+            v = n.child_by_field_name("value")
+            if v is not None and v.type == "identifier":
+                assign, _s, _p = ix.lookup(ix.text(v), v)
+                if assign is not None and assign.value is not None and "cuda" in ix.text(assign.value):
+                    return True
+    return False
+
+
+def _literal_shape(ix: FileIndex, args: Node) -> tuple[int, ...] | None:
+    pos = [a for a in args.named_children if a.type != "keyword_argument"]
+    if len(pos) == 1 and pos[0].type in ("tuple", "list"):
+        pos = list(pos[0].named_children)
+    dims: list[int] = []
+    for a in pos:
+        if a.type != "integer":
+            return None
+        try:
+            dims.append(int(ix.text(a).replace("_", ""), 0))
+        except ValueError:
+            return None
+    return tuple(dims) if dims else None

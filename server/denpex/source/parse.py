@@ -1,0 +1,170 @@
+"""Error-tolerant, incremental parsing of Python source with tree-sitter.
+
+A `ParsedSource` keeps the text, its UTF-8 bytes, the tree and the line table. Tree-sitter points are
+(row, byte column); everything Denpex hands out uses code-point columns, converted here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
+
+
+@cache
+def language() -> Language:
+    return Language(tree_sitter_python.language())
+
+
+@cache
+def _parser() -> Parser:
+    return Parser(language())
+
+
+@cache
+def compile_query(source: str) -> Query:
+    return Query(language(), source)
+
+
+def run_query(source: str, node: Node) -> dict[str, list[Node]]:
+    """Captures of a (cached) query under `node`, by capture name."""
+    return QueryCursor(compile_query(source)).captures(node)
+
+
+def _line_starts(data: bytes) -> list[int]:
+    starts = [0]
+    find = data.find
+    i = find(b"\n")
+    while i >= 0:
+        starts.append(i + 1)
+        i = find(b"\n", i + 1)
+    return starts
+
+
+@dataclass
+class ParsedSource:
+    """One parsed file. `text` is what the caller gave; `data` its UTF-8 encoding."""
+
+    text: str
+    data: bytes
+    tree: Tree
+    line_starts: list[int] = field(default_factory=list)
+    ascii: bool = True
+
+    @property
+    def root(self) -> Node:
+        return self.tree.root_node
+
+    def node_text(self, node: Node) -> str:
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    def line_text(self, row: int) -> str:
+        if row >= len(self.line_starts):
+            return ""
+        start = self.line_starts[row]
+        end = self.line_starts[row + 1] - 1 if row + 1 < len(self.line_starts) else len(self.data)
+        return self.data[start:end].decode("utf-8", "replace").rstrip("\r")
+
+    def col(self, row: int, byte_col: int) -> int:
+        """Code-point column of a byte column on a row."""
+        if self.ascii or row >= len(self.line_starts):
+            return byte_col
+        start = self.line_starts[row]
+        return len(self.data[start : start + byte_col].decode("utf-8", "replace"))
+
+    def byte_offset(self, row: int, col: int) -> int:
+        """Byte offset of a (row, code-point column) position."""
+        if row >= len(self.line_starts):
+            return len(self.data)
+        start = self.line_starts[row]
+        if self.ascii:
+            return start + col
+        line = self.line_text(row)
+        return start + len(line[:col].encode("utf-8"))
+
+    def start(self, node: Node) -> tuple[int, int]:
+        row, bcol = node.start_point
+        return row, self.col(row, bcol)
+
+    def end(self, node: Node) -> tuple[int, int]:
+        row, bcol = node.end_point
+        return row, self.col(row, bcol)
+
+    def indent_of(self, node: Node) -> str:
+        """The leading whitespace of the line a statement starts on."""
+        line = self.line_text(node.start_point[0])
+        return line[: len(line) - len(line.lstrip())]
+
+    def edit(self, start_line: int, start_col: int, end_line: int, end_col: int, new_text: str) -> ParsedSource:
+        """A new ParsedSource after replacing a range, reparsed incrementally from this tree."""
+        start_b = self.byte_offset(start_line, start_col)
+        end_b = self.byte_offset(end_line, end_col)
+        new_bytes = new_text.encode("utf-8")
+        data = self.data[:start_b] + new_bytes + self.data[end_b:]
+        new_end_b = start_b + len(new_bytes)
+        # points in bytes
+        nl = new_bytes.count(b"\n")
+        if nl:
+            new_end_point = (start_line + nl, len(new_bytes) - new_bytes.rfind(b"\n") - 1)
+        else:
+            new_end_point = (start_line, start_b - self.line_starts[start_line] + len(new_bytes)) if start_line < len(self.line_starts) else (start_line, len(new_bytes))
+        tree = self.tree.copy()
+        tree.edit(
+            start_byte=start_b,
+            old_end_byte=end_b,
+            new_end_byte=new_end_b,
+            start_point=(start_line, start_b - self._ls(start_line)),
+            old_end_point=(end_line, end_b - self._ls(end_line)),
+            new_end_point=new_end_point,
+        )
+        new_tree = _parser().parse(data, tree)
+        text = data.decode("utf-8", "replace")
+        return ParsedSource(text, data, new_tree, _line_starts(data), data.isascii())
+
+    def _ls(self, row: int) -> int:
+        return self.line_starts[row] if row < len(self.line_starts) else len(self.data)
+
+
+def parse(text: str) -> ParsedSource:
+    data = text.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(data)
+    return ParsedSource(text, data, tree, _line_starts(data), data.isascii())
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """All nodes under `node` (pre-order), including `node`."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        children = n.children
+        if children:
+            stack.extend(reversed(children))
+
+
+def ancestors(node: Node) -> Iterator[Node]:
+    p = node.parent
+    while p is not None:
+        yield p
+        p = p.parent
+
+
+def enclosing_statement(node: Node) -> Node:
+    """The innermost simple or compound statement containing `node` (itself if it is one)."""
+    n: Node | None = node
+    while n is not None:
+        parent = n.parent
+        if parent is not None and parent.type in ("block", "module"):
+            return n
+        n = parent
+    return node
+
+
+def strip_parens(node: Node) -> Node:
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        child = node.named_children[0]
+        node = child
+    return node

@@ -1,0 +1,304 @@
+"""Capture regions: where CUDA-graph capture happens in a file.
+
+Recognised openers (any import spelling, resolved through names.py):
+- `with torch.cuda.graph(g, ...)` / `torch.cuda.graphs.graph`, also as one item of a multi-item or
+  parenthesised `with`, and a context manager stored in a variable (`ctx = torch.cuda.graph(g)`, also
+  `... if c else nullcontext()`) and entered later;
+- `g.capture_begin()` ... `g.capture_end()` in one block;
+- `torch.cuda.make_graphed_callables(fn_or_module, ...)`: the callable's body (a module's `forward`);
+- `torch.compile(..., mode="reduce-overhead" | "max-autotune")` as a call, decorator or rebinding, with
+  `options={"triton.cudagraphs": True}`, or any compile when `torch._inductor.config.triton.cudagraphs = True`;
+- project wrappers: a `@contextmanager` that yields inside `torch.cuda.graph`, a function that returns
+  `torch.cuda.graph(...)`, and the names listed in configuration (`capture-wrappers`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from denpex.source.index import FileIndex, kwarg, positional
+from denpex.source.parse import run_query, strip_parens, walk
+
+GRAPH_CMS = frozenset({"torch.cuda.graph"})
+GRAPHED_CALLABLES = frozenset({"torch.cuda.make_graphed_callables"})
+CG_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+
+_OPENERS = """
+(with_statement) @with
+(call function: (attribute attribute: (identifier) @meth) (#eq? @meth "capture_begin")) @begin
+(call) @call
+(assignment left: (attribute) @cfg_left right: (true)) @cfg
+"""
+
+
+@dataclass
+class CaptureRegion:
+    kind: str  # graph | wrapper | capture_begin | graphed_callables | compile
+    ix: FileIndex
+    site: Node  # node whose start is the capture site
+    anchor: Node  # statement that opens the capture (with statement, begin statement, call statement)
+    stmts: list[Node] = field(default_factory=list)  # statements captured directly
+    callables: list[Node] = field(default_factory=list)  # expressions naming captured callables
+    functions: list[Node] = field(default_factory=list)  # function_definition nodes captured (decorators)
+    graph_name: str | None = None
+    stream_arg: Node | None = None
+    with_item: Node | None = None
+    end_stmt: Node | None = None
+    compiled_names: list[str] = field(default_factory=list)
+    compile_call: Node | None = None
+    mode_node: Node | None = None
+
+    @property
+    def line(self) -> int:
+        return self.site.start_point[0]
+
+    @property
+    def end_byte(self) -> int:
+        if self.kind in ("graph", "wrapper"):
+            return self.anchor.end_byte
+        if self.end_stmt is not None:
+            return self.end_stmt.end_byte
+        return self.anchor.end_byte
+
+
+def _string_value(ix: FileIndex, node: Node | None) -> str | None:
+    if node is None:
+        return None
+    node = strip_parens(node)
+    if node.type == "string":
+        text = ix.text(node)
+        for q in ('"""', "'''", '"', "'"):
+            if text.endswith(q):
+                start = text.find(q)
+                return text[start + len(q) : len(text) - len(q)]
+    if node.type == "identifier":
+        assign, _s, _p = ix.lookup(ix.text(node), node)
+        if assign is not None and assign.value is not None and assign.value.type == "string":
+            return _string_value(ix, assign.value)
+    return None
+
+
+def contextmanager_wrappers(ix: FileIndex) -> set[str]:
+    """Functions of this file that open a capture for their caller."""
+    out: set[str] = set()
+    for fn in ix.functions:
+        body = fn.body
+        if body is None:
+            continue
+        is_cm = any(ix.text(d).rstrip("()").endswith("contextmanager") for d in fn.decorators)
+        for n in walk(body):
+            if n.type == "with_statement" and is_cm:
+                if _graph_items(ix, n, set()) and any(c.type == "yield" for c in walk(n)):
+                    out.add(fn.name)
+                    break
+            elif n.type == "return_statement" and n.named_child_count:
+                val = strip_parens(n.named_children[0])
+                if val.type == "call":
+                    f = val.child_by_field_name("function")
+                    if f is not None and ix.qualname(f) in GRAPH_CMS:
+                        out.add(fn.name)
+                        break
+    return out
+
+
+def _is_graph_call(ix: FileIndex, node: Node, wrappers: set[str]) -> bool:
+    node = strip_parens(node)
+    if node.type != "call":
+        return False
+    f = node.child_by_field_name("function")
+    if f is None:
+        return False
+    q = ix.qualname(f)
+    if q is None:
+        # method on an expression (get_accelerator().capture_to_graph(g))
+        if f.type == "attribute":
+            attr = f.child_by_field_name("attribute")
+            return attr is not None and ix.text(attr) in wrappers
+        return False
+    return q in GRAPH_CMS or q in wrappers or q.rsplit(".", 1)[-1] in wrappers
+
+
+def _graph_items(ix: FileIndex, with_stmt: Node, wrappers: set[str]) -> list[tuple[Node, Node, str]]:
+    """(with_item, call node, kind) for each item of a with statement that opens a capture."""
+    out: list[tuple[Node, Node, str]] = []
+    clause = next((c for c in with_stmt.children if c.type == "with_clause"), None)
+    if clause is None:
+        return out
+    for item in clause.named_children:
+        if item.type != "with_item":
+            continue
+        value = item.child_by_field_name("value")
+        if value is None:
+            continue
+        if value.type == "as_pattern" and value.named_child_count:
+            value = value.named_children[0]
+        value = strip_parens(value)
+        candidates = [value]
+        if value.type == "identifier":
+            assign, _s, _p = ix.lookup(ix.text(value), value)
+            if assign is not None and assign.value is not None:
+                v = strip_parens(assign.value)
+                candidates = [v, *(v.named_children if v.type == "conditional_expression" else [])]
+        for cand in candidates:
+            if cand.type == "call" and _is_graph_call(ix, cand, wrappers):
+                f = cand.child_by_field_name("function")
+                q = ix.qualname(f) if f is not None else None
+                out.append((item, cand, "graph" if q in GRAPH_CMS else "wrapper"))
+                break
+    return out
+
+
+def find_regions(
+    ix: FileIndex, wrappers: set[str] | frozenset[str] = frozenset(), cudagraph_flag: bool | None = None
+) -> list[CaptureRegion]:
+    wrapper_names = set(wrappers) | contextmanager_wrappers(ix)
+    caps = run_query(_OPENERS, ix.src.root)
+    regions: list[CaptureRegion] = []
+    # triton.cudagraphs flag set anywhere in the file
+    if cudagraph_flag is None:
+        cudagraph_flag = False
+        for left in caps.get("cfg_left", []):
+            q = ix.qualname(left)
+            if q is not None and q.endswith("triton.cudagraphs"):
+                cudagraph_flag = True
+    for w in caps.get("with", []):
+        for item, call, kind in _graph_items(ix, w, wrapper_names):
+            body = w.child_by_field_name("body")
+            graph_arg = positional(call)
+            gname = ix.text(graph_arg[0]) if graph_arg and kind == "graph" else None
+            regions.append(
+                CaptureRegion(
+                    kind=kind, ix=ix, site=call, anchor=w,
+                    stmts=[c for c in body.named_children if c.type != "comment"] if body is not None else [],
+                    graph_name=gname, stream_arg=kwarg(ix, call, "stream"), with_item=item,
+                )
+            )
+    for call in caps.get("begin", []):
+        stmt = call.parent
+        if stmt is None or stmt.type != "expression_statement":
+            continue
+        f = call.child_by_field_name("function")
+        obj = f.child_by_field_name("object") if f is not None else None
+        if obj is None:
+            continue
+        recv = ix.text(obj)
+        stmts: list[Node] = []
+        end_stmt: Node | None = None
+        sib = stmt.next_named_sibling
+        while sib is not None:
+            t = ix.text(sib).replace(" ", "")
+            if t.startswith(f"{recv}.capture_end("):
+                end_stmt = sib
+                break
+            if sib.type != "comment":
+                stmts.append(sib)
+            sib = sib.next_named_sibling
+        regions.append(
+            CaptureRegion(kind="capture_begin", ix=ix, site=call, anchor=stmt, stmts=stmts, graph_name=recv,
+                          end_stmt=end_stmt)
+        )
+    for call in caps.get("call", []):
+        f = call.child_by_field_name("function")
+        if f is None:
+            continue
+        q = ix.qualname(f)
+        if q in GRAPHED_CALLABLES:
+            pos = positional(call)
+            if not pos:
+                continue
+            target = strip_parens(pos[0])
+            callables = list(target.named_children) if target.type in ("tuple", "list") else [target]
+            regions.append(
+                CaptureRegion(kind="graphed_callables", ix=ix, site=call, anchor=_stmt_of(call),
+                              callables=callables)
+            )
+        elif q == "torch.compile" or (
+            f.type == "attribute" and ix.text(f.child_by_field_name("attribute") or f) == "compile"
+            and kwarg(ix, call, "mode") is not None and q is not None and not q.startswith("re.")
+        ):
+            mode_node = kwarg(ix, call, "mode")
+            mode = _string_value(ix, mode_node)
+            uses_cg = mode in CG_MODES or cudagraph_flag or _options_cudagraphs(ix, call)
+            if not uses_cg:
+                continue
+            region = CaptureRegion(kind="compile", ix=ix, site=call, anchor=_stmt_of(call), compile_call=call,
+                                   mode_node=mode_node)
+            parent = call.parent
+            if parent is not None and parent.type == "decorator":
+                dd = parent.parent
+                fn = dd.child_by_field_name("definition") if dd is not None else None
+                if fn is not None and fn.type == "function_definition":
+                    region.functions.append(fn)
+                    name = fn.child_by_field_name("name")
+                    if name is not None:
+                        region.compiled_names.append(ix.text(name))
+            else:
+                pos = positional(call)
+                if q == "torch.compile" and pos:
+                    region.callables.append(pos[0])
+                elif q != "torch.compile" and f.type == "attribute":
+                    obj = f.child_by_field_name("object")
+                    if obj is not None:
+                        region.callables.append(obj)
+                        region.compiled_names.append(ix.text(obj))
+                if parent is not None and parent.type == "assignment":
+                    left = parent.child_by_field_name("left")
+                    if left is not None:
+                        region.compiled_names.append(ix.text(left))
+            regions.append(region)
+    # bare @torch.compile decorators when the cudagraphs flag is on
+    if cudagraph_flag:
+        for fn in ix.functions:
+            for d in fn.decorators:
+                expr = d.named_children[0] if d.named_child_count else None
+                if expr is not None and expr.type != "call" and ix.qualname(expr) == "torch.compile":
+                    regions.append(CaptureRegion(kind="compile", ix=ix, site=expr, anchor=fn.node,
+                                                 functions=[fn.node], compiled_names=[fn.name]))
+    regions.sort(key=lambda r: r.site.start_byte)
+    return regions
+
+
+def _options_cudagraphs(ix: FileIndex, call: Node) -> bool:
+    opts = kwarg(ix, call, "options")
+    if opts is None:
+        return False
+    opts = strip_parens(opts)
+    if opts.type == "identifier":
+        assign, _s, _p = ix.lookup(ix.text(opts), opts)
+        if assign is None or assign.value is None:
+            return False
+        opts = assign.value
+    for pair in opts.named_children:
+        if pair.type == "pair":
+            k = pair.child_by_field_name("key")
+            v = pair.child_by_field_name("value")
+            if k is not None and v is not None and _string_value(ix, k) == "triton.cudagraphs" and ix.text(v) == "True":
+                return True
+    return False
+
+
+def _stmt_of(node: Node) -> Node:
+    n = node
+    while n.parent is not None and n.parent.type not in ("block", "module"):
+        n = n.parent
+    return n
+
+
+def is_inside_stream_context(ix: FileIndex, node: Node) -> bool:
+    """Lexically inside `with torch.cuda.stream(...)` (or a `torch.cuda.set_stream` earlier in the block)."""
+    p = node.parent
+    while p is not None:
+        if p.type == "with_statement":
+            clause = next((c for c in p.children if c.type == "with_clause"), None)
+            for item in clause.named_children if clause is not None else []:
+                v = item.child_by_field_name("value")
+                if v is not None and v.type == "call":
+                    f = v.child_by_field_name("function")
+                    if f is not None and ix.qualname(f) in ("torch.cuda.stream", "torch.cuda.StreamContext"):
+                        return True
+        if p.type in ("function_definition", "module"):
+            break
+        p = p.parent
+    return False

@@ -1,0 +1,75 @@
+"""Suppression comments: `# denpex: ignore[RULE, ...]` (rule ids or codes) and a bare `# denpex: ignore`.
+
+A suppression applies to findings that start on the comment's line. The suppression *edit* appends such a
+comment to the finding's line (or extends an existing one), placed after any multi-line string that the
+line ends inside, so the result stays valid Python.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tree_sitter import Node
+
+from denpex.source.model import Fix, TextEdit
+from denpex.source.parse import ParsedSource, run_query
+
+_IGNORE = re.compile(r"#\s*denpex:\s*ignore(?:\[([^\]]*)\])?", re.IGNORECASE)
+ALL = "*"
+
+
+def suppressions(src: ParsedSource) -> dict[int, set[str]]:
+    """line -> rule ids/codes suppressed there (ALL for a bare ignore)."""
+    out: dict[int, set[str]] = {}
+    if b"denpex" not in src.data:
+        return out
+    for c in run_query("(comment) @c", src.root).get("c", []):
+        text = src.node_text(c)
+        m = _IGNORE.search(text)
+        if m is None:
+            continue
+        rules = {r.strip() for r in (m.group(1) or "").split(",") if r.strip()} if m.group(1) is not None else {ALL}
+        out.setdefault(c.start_point[0], set()).update(rules or {ALL})
+    return out
+
+
+def is_suppressed(table: dict[int, set[str]], line: int, rule_id: str, code: str) -> bool:
+    rules = table.get(line)
+    if not rules:
+        return False
+    return ALL in rules or rule_id in rules or code in rules or code.lower() in {r.lower() for r in rules}
+
+
+def _comment_on(src: ParsedSource, line: int) -> Node | None:
+    if b"denpex" not in src.data:
+        return None
+    for c in run_query("(comment) @c", src.root).get("c", []):
+        if c.start_point[0] == line and _IGNORE.search(src.node_text(c)):
+            return c
+    return None
+
+
+def suppression_fix(src: ParsedSource, line: int, rule_id: str) -> Fix:
+    # a line that ends inside a multi-line string: put the comment after the string
+    row_end_byte = (src.line_starts[line + 1] - 1) if line + 1 < len(src.line_starts) else len(src.data)
+    probe = src.root.descendant_for_byte_range(max(row_end_byte - 1, 0), max(row_end_byte - 1, 0))
+    n = probe
+    while n is not None:
+        if n.type == "string" and n.start_point[0] <= line < n.end_point[0]:
+            line = n.end_point[0]
+            break
+        n = n.parent
+    existing = _comment_on(src, line)
+    if existing is not None:
+        text = src.node_text(existing)
+        m = _IGNORE.search(text)
+        assert m is not None
+        sl, sc = src.start(existing)
+        if m.group(1) is None:
+            return Fix(f"Suppress {rule_id} on this line", "safe", ())
+        close = sc + m.end() - 1  # the "]"
+        return Fix(f"Suppress {rule_id} on this line", "safe", (TextEdit(sl, close, sl, close, f", {rule_id}"),))
+    text = src.line_text(line)
+    end = len(text.rstrip())
+    return Fix(f"Suppress {rule_id} on this line", "safe",
+               (TextEdit(line, end, line, len(text), f"  # denpex: ignore[{rule_id}]"),))
