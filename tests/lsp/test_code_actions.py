@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from conftest import SCENARIO, apply_text_edits, edits_of, open_doc, replace_all, wait_diagnostics
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
+from conftest import SCENARIO, apply_text_edits, edits_of, open_doc, replace_all, wait_diagnostics
 
 FIX_ALL = "source.fixAll.denpex"
 

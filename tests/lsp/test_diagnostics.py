@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SCENARIO, WORKSPACE, open_doc, replace_all, wait_diagnostics
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
+from conftest import SCENARIO, WORKSPACE, open_doc, replace_all, wait_diagnostics
 
 ITEM_LINE = 8  # 0-based: `scale = y.abs().max().item()` in 01_item_in_capture.py
 CAPTURE_LINE = 20  # `with torch.cuda.graph(g):`

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from conftest import SCENARIO, open_doc, wait_diagnostics
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
+from conftest import SCENARIO, open_doc, wait_diagnostics
 
 
 async def hover(client: LanguageClient, doc_uri: str, line: int, character: int) -> types.Hover | None:
@@ -14,7 +15,7 @@ async def hover(client: LanguageClient, doc_uri: str, line: int, character: int)
 
 
 async def test_hover_on_finding_explains_rule(client: LanguageClient) -> None:
-    doc_uri, text = open_doc(client, SCENARIO)
+    doc_uri, _ = open_doc(client, SCENARIO)
     diags = await wait_diagnostics(client, doc_uri, version=1)
     d = diags[0]
     h = await hover(client, doc_uri, d.range.start.line, d.range.start.character + 3)

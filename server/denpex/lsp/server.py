@@ -13,12 +13,14 @@ import functools
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.workspace import TextDocument
 
 from denpex import __version__
@@ -47,9 +49,31 @@ T = TypeVar("T")
 _FAULT_RULES = frozenset(filter(None, os.environ.get("DENPEX_LSP_FAULT_RULES", "").split(",")))
 
 
+class DenpexProtocol(LanguageServerProtocol):
+    """pygls' protocol, hardened: a change to an unknown or out-of-sync document is logged, not raised."""
+
+    _server: DenpexLanguageServer
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
+        uri = params.text_document.uri
+        if uri not in self.workspace.text_documents:
+            self._server.log_warning(f"didChange for a document that is not open: {uri}")
+            return
+        try:
+            for change in params.content_changes:
+                self.workspace.update_text_document(params.text_document, change)
+        except Exception:
+            self._server.log_exception(f"{uri}: could not apply a change; the document may be out of sync")
+            return
+        if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield user_handler, (params,), None
+
+
 class DenpexLanguageServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("denpex", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("denpex", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=DenpexProtocol)
         self.caps = ClientCaps()
         self.settings = SettingsStore()
         self.documents = DocumentStore()

@@ -1,0 +1,64 @@
+"""Settings: initializationOptions, didChangeConfiguration and [tool.denpex] per workspace folder."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from conftest import SCENARIO, WORKSPACE2, finish, init_params, open_doc, start, wait_diagnostics
+
+
+async def test_pyproject_severity_applies_to_its_folder(client: LanguageClient) -> None:
+    # workspace2/pyproject.toml: [tool.denpex] severity = { capture-item-sync = "warning" }
+    doc_uri, _ = open_doc(client, WORKSPACE2 / "pkg" / "train.py")
+    diags = await wait_diagnostics(client, doc_uri, version=1)
+    assert [d.severity for d in diags] == [types.DiagnosticSeverity.Warning]
+    other, _ = open_doc(client, SCENARIO)  # the other folder keeps the rule's own severity
+    assert [d.severity for d in await wait_diagnostics(client, other, version=1)] == [
+        types.DiagnosticSeverity.Error]
+
+
+async def test_did_change_configuration_reanalyses(client: LanguageClient) -> None:
+    doc_uri, _ = open_doc(client, SCENARIO)
+    assert await wait_diagnostics(client, doc_uri, version=1)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"denpex": {"severity": {"DPX1": "hint"}}}))
+    diags = await wait_diagnostics(client, doc_uri, version=1)
+    assert [d.severity for d in diags] == [types.DiagnosticSeverity.Hint]
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"denpex": {"ignore": ["capture-item-sync"]}}))
+    assert await wait_diagnostics(client, doc_uri, version=1) == []
+
+
+async def test_invalid_settings_are_logged_not_shown(client: LanguageClient) -> None:
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"denpex": {"run": "sometimes", "severity": {"DPX101": "loud"}, "select": ["NOPE999"]}}))
+    doc_uri, _ = open_doc(client, SCENARIO)
+    diags = await wait_diagnostics(client, doc_uri, version=1)
+    assert diags == []  # select NOPE999 selects nothing known; the rest was ignored
+    warnings = [m.message for m in client.log_messages if m.type == types.MessageType.Warning]
+    assert any("'run'" in w for w in warnings), warnings
+    assert any("'severity'" in w for w in warnings), warnings
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "denpex", "serve"]))
+async def onsave_client(lsp_client: LanguageClient):  # type: ignore[no-untyped-def]
+    await start(lsp_client, init_params("visual-studio-code", {"denpex": {"run": "onSave"}}))
+    yield
+    await finish(lsp_client)
+
+
+@pytest.mark.parametrize("profile", ["visual-studio-code"])
+async def test_initialization_options(onsave_client: LanguageClient, profile: str) -> None:
+    doc_uri, text = open_doc(onsave_client, SCENARIO)
+    assert await wait_diagnostics(onsave_client, doc_uri, version=1)
+    onsave_client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=doc_uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text.replace(".item()", ""))]))
+    onsave_client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=doc_uri)))
+    assert await wait_diagnostics(onsave_client, doc_uri, version=2) == []
