@@ -221,9 +221,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(anchors)} literal anchors")
     print(f"load     before: {load_before['loadavg']}  after: {load_after['loadavg']}  "
           f"({load_before['cpus']} CPUs)")
-    print(f"{'':10}{'best s':>9}{'runs s':>26}{'peak RSS MB':>13}")
-    print(f"{'ripgrep':10}{rg_best:9.3f}{' '.join(f'{w:.3f}' for w, _ in rg_runs):>26}{rg_rss_mb:13.1f}")
-    print(f"{'denpex':10}{dx_best:9.3f}{' '.join(f'{w:.3f}' for w, _ in dx_runs):>26}{dx_rss_mb:13.1f}")
+    print(f"{'':10}{'best s':>9}{'peak RSS MB':>13}  runs s")
+    print(f"{'ripgrep':10}{rg_best:9.3f}{rg_rss_mb:13.1f}  {' '.join(f'{w:.3f}' for w, _ in rg_runs)}")
+    print(f"{'denpex':10}{dx_best:9.3f}{dx_rss_mb:13.1f}  {' '.join(f'{w:.3f}' for w, _ in dx_runs)}")
     print(f"ratio    {ratio:.2f}x ripgrep (target <= {TARGET_RATIO:g}x: {mark(ratio <= TARGET_RATIO)}); "
           f"peak RSS {dx_rss_mb:.1f} MB (target <= {TARGET_RSS_MB:g}: {mark(dx_rss_mb <= TARGET_RSS_MB)})")
     print(f"pasted   {text['lines']:,} lines: diagnose_text median {text['median_ms']} ms of {text['runs']} "
