@@ -87,7 +87,7 @@ def _wrapper_names(config: ScanConfig, ws: Workspace | None, ix: FileIndex) -> s
     if ws is not None:
         for p in ws.paths():
             other = ws.index(p)
-            if other is not None and other is not ix and b"contextmanager" in other.src.data or (
+            if (other is not None and other is not ix and b"contextmanager" in other.src.data) or (
                 other is not None and b"return" in other.src.data and b"graph(" in other.src.data and other is not ix
             ):
                 assert other is not None
@@ -222,7 +222,7 @@ def apply_fixes(text: str, findings: Iterable[SourceFinding], *, unsafe: bool = 
             if not fx.edits:
                 continue
             fs = [((e.start_line, e.start_col), (e.end_line, e.end_col)) for e in fx.edits]
-            if any(a[0] < b[1] and b[0] < a[1] or (a[0] == b[0]) for a in fs for b in spans):
+            if any((a[0] < b[1] and b[0] < a[1]) or (a[0] == b[0]) for a in fs for b in spans):
                 break
             chosen.extend(fx.edits)
             spans.extend(fs)

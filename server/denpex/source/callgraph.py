@@ -113,11 +113,11 @@ class Resolver:
                 body = p.child_by_field_name("body")
                 if body is not None:
                     for c in body.named_children:
-                        fn = c.child_by_field_name("definition") if c.type == "decorated_definition" else c
-                        if fn is not None and fn.type == "function_definition":
-                            n = fn.child_by_field_name("name")
+                        fnode = c.child_by_field_name("definition") if c.type == "decorated_definition" else c
+                        if fnode is not None and fnode.type == "function_definition":
+                            n = fnode.child_by_field_name("name")
                             if n is not None and ix.text(n) == name:
-                                info = ix.by_node.get(fn.id)
+                                info = ix.by_node.get(fnode.id)
                                 if info is not None:
                                     return [Target(ix, info, EMPTY_ENV, name)]
             p = p.parent

@@ -124,4 +124,4 @@ def load_config(book: RuleBook, start: Path | None = None, pyproject: Path | Non
     depth = section.get("max-depth", section.get("max_depth", 4))
     if not isinstance(depth, int) or depth < 0:
         raise DenpexError(f"{path}: [tool.denpex] max-depth must be a non-negative integer")
-    return ScanConfig(select, frozenset(ignore), severity, frozenset(wrappers), frozenset(guards), depth)
+    return ScanConfig(frozenset(select) if select is not None else None, frozenset(ignore), severity, frozenset(wrappers), frozenset(guards), depth)

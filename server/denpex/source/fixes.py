@@ -108,7 +108,6 @@ def insert_after_statement(ix: FileIndex, stmt: Node, lines: Sequence[str], inde
     text = "".join(f"{ind}{ln}\n" if ln else "\n" for ln in lines)
     row = stmt.end_point[0] + 1
     if row >= len(ix.src.line_starts) or (row == len(ix.src.line_starts) - 1 and not ix.src.data.endswith(b"\n")):
-        el, ec = ix.src.end(stmt)
         line = ix.src.line_text(stmt.end_point[0])
         return insert_at(stmt.end_point[0], len(line), "\n" + text.rstrip("\n"))
     return insert_at(row, 0, text)
@@ -174,8 +173,8 @@ def apply_edits(text: str, edits: Iterable[TextEdit]) -> str:
 
     spans = sorted(((off(e.start_line, e.start_col), off(e.end_line, e.end_col), e.new_text) for e in edits),
                    key=lambda s: (s[0], s[1]))
-    for (a0, a1, _), (b0, _b1, _) in zip(spans, spans[1:]):
-        if b0 < a1:
+    for i in range(1, len(spans)):
+        if spans[i][0] < spans[i - 1][1]:
             raise DenpexError("overlapping fix edits")
     out = text
     for start, end, new in reversed(spans):

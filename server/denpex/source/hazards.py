@@ -167,9 +167,9 @@ class CaptureWalker:
                 if self._guard_polarity(frame.ix, cond) is None:
                     self._check_bool(cond, frame, ternary=node)
         elif t == "boolean_operator":
-            for c in (node.child_by_field_name("left"), node.child_by_field_name("right")):
-                if c is not None and c.type not in ("boolean_operator",):
-                    self._check_bool(c, frame)
+            for operand in (node.child_by_field_name("left"), node.child_by_field_name("right")):
+                if operand is not None and operand.type != "boolean_operator":
+                    self._check_bool(operand, frame)
         elif t == "not_operator":
             arg = node.child_by_field_name("argument")
             if arg is not None and self._guard_polarity(frame.ix, arg) is None:
@@ -397,7 +397,7 @@ class CaptureWalker:
             self.report("rng-state-get", call, frame, [self._move_before_capture(stmt, frame, direct)])
         elif q == "torch.cuda.empty_cache":
             self.report("empty-cache", call, frame)
-        elif meth == "step" and rk is not None and rk.cat == "optimizer" and _capturable_optimizer(ix, rk):
+        elif meth == "step" and recv is not None and rk is not None and rk.cat == "optimizer" and _capturable_optimizer(ix, rk):
             self._check_optimizer(call, recv, rk, frame)
         elif meth in ("step", "update") and rk is not None and rk.cat == "scaler":
             self.report("gradscaler-step", call, frame, [self._gradscaler_fix(stmt, frame, direct)])
@@ -970,9 +970,8 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None
     if region.kind == "compile":
         _compile_outputs(region, sink)
         return
-    if region.kind == "capture_begin":
-        if not is_inside_stream_context(ix, region.anchor) and region.stream_arg is None:
-            sink(Hit("capture-begin-default-stream", ix, region.site, region, (), [f for f in [_side_stream_capture_fix(region)] if f]))
+    if region.kind == "capture_begin" and not is_inside_stream_context(ix, region.anchor) and region.stream_arg is None:
+        sink(Hit("capture-begin-default-stream", ix, region.site, region, (), [f for f in [_side_stream_capture_fix(region)] if f]))
     if region.kind not in ("graph", "capture_begin", "wrapper") or not region.graph_name:
         return
     g = region.graph_name
@@ -991,9 +990,7 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None
                 name = ix.text(n)
                 if p is not None and p.type == "assignment" and p.child_by_field_name("left") == n:
                     outputs.add(name)
-                elif p is not None and p.type == "attribute" and p.child_by_field_name("attribute") == n:
-                    continue
-                elif p is not None and p.type == "keyword_argument" and p.child_by_field_name("name") == n:
+                elif (p is not None and p.type == "attribute" and p.child_by_field_name("attribute") == n) or (p is not None and p.type == "keyword_argument" and p.child_by_field_name("name") == n):
                     continue
                 else:
                     reads.setdefault(name, n)

@@ -19,27 +19,18 @@ _DEFS = """
 """
 
 TENSOR_FACTORIES = frozenset(
-    "randn rand randint randperm zeros ones empty full tensor as_tensor arange linspace logspace eye "
-    "cat concat stack where from_numpy normal bernoulli multinomial masked_fill index_select gather "
-    "matmul mm bmm addmm einsum sin cos exp log sqrt abs sum mean max min softmax sigmoid tanh relu "
-    "clamp flatten reshape zeros_like ones_like empty_like full_like rand_like randn_like randint_like "
-    "nonzero_static lerp addcmul addcdiv linear".split()
+    ["randn", "rand", "randint", "randperm", "zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace", "logspace", "eye", "cat", "concat", "stack", "where", "from_numpy", "normal", "bernoulli", "multinomial", "masked_fill", "index_select", "gather", "matmul", "mm", "bmm", "addmm", "einsum", "sin", "cos", "exp", "log", "sqrt", "abs", "sum", "mean", "max", "min", "softmax", "sigmoid", "tanh", "relu", "clamp", "flatten", "reshape", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "nonzero_static", "lerp", "addcmul", "addcdiv", "linear"]
 )
-SHAPE_FACTORIES = frozenset("randn rand zeros ones empty".split())
+SHAPE_FACTORIES = frozenset(["randn", "rand", "zeros", "ones", "empty"])
 TENSOR_METHODS = frozenset(
-    "sum mean max min abs norm any all float half double int long bool clone detach contiguous view "
-    "reshape flatten squeeze unsqueeze exp log sqrt pow softmax sigmoid relu tanh argmax argmin std var "
-    "prod cumsum t transpose permute expand repeat gt lt ge le eq ne isnan isinf isfinite logical_and "
-    "logical_or logical_not masked_fill where add sub mul div neg matmul mm bmm square clamp round".split()
+    ["sum", "mean", "max", "min", "abs", "norm", "any", "all", "float", "half", "double", "int", "long", "bool", "clone", "detach", "contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "exp", "log", "sqrt", "pow", "softmax", "sigmoid", "relu", "tanh", "argmax", "argmin", "std", "var", "prod", "cumsum", "t", "transpose", "permute", "expand", "repeat", "gt", "lt", "ge", "le", "eq", "ne", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not", "masked_fill", "where", "add", "sub", "mul", "div", "neg", "matmul", "mm", "bmm", "square", "clamp", "round"]
 )
-BOOL_METHODS = frozenset("gt lt ge le eq ne isnan isinf isfinite logical_and logical_or logical_not any all bool".split())
+BOOL_METHODS = frozenset(["gt", "lt", "ge", "le", "eq", "ne", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not", "any", "all", "bool"])
 CUBLAS_MODULES = frozenset(
-    "Linear Bilinear LazyLinear MultiheadAttention Transformer TransformerEncoder TransformerDecoder "
-    "TransformerEncoderLayer TransformerDecoderLayer LSTM GRU RNN".split()
+    ["Linear", "Bilinear", "LazyLinear", "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer", "LSTM", "GRU", "RNN"]
 )
 CUDNN_MODULES = frozenset(
-    "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d LazyConv1d LazyConv2d LazyConv3d "
-    "BatchNorm1d BatchNorm2d BatchNorm3d LSTM GRU RNN".split()
+    ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LSTM", "GRU", "RNN"]
 )
 
 
@@ -428,6 +419,7 @@ class FileIndex:
             return Kind("stream", node=node)
         if q in ("torch.cuda.Event", "torch.Event"):
             return Kind("event", node=node)
+        dev: str | None
         if q in ("torch.Generator", "torch.cuda.Generator"):
             dev = "cuda" if args is not None and _mentions_cuda(self, args) else "cpu"
             return Kind("generator", dev, node=node)
@@ -458,7 +450,7 @@ class FileIndex:
             dev = self._first_tensor_device(args, depth)
             return Kind("tensor", dev)
         if last in TENSOR_FACTORIES or q.startswith("torch.special.") or q.startswith("torch.linalg."):
-            dev: str | None = None
+            dev = None
             if args is not None:
                 device_arg = _kwarg(self, args, "device")
                 if device_arg is not None:

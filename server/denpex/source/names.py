@@ -60,18 +60,18 @@ def build_imports(src: ParsedSource) -> ImportMap:
         module = node.child_by_field_name("module_name")
         if module is None:
             continue
-        mod = _dotted(src, module).lstrip(".") if module.type != "relative_import" else _dotted(src, module).lstrip(".")
+        mod = _dotted(src, module).lstrip(".")
         out.modules.add(mod)
         for child in node.children_by_field_name("name"):
             if child.type == "dotted_name":
-                name = _dotted(src, child)
-                out.names[name.split(".")[0]] = f"{mod}.{name}" if mod else name
+                dname = _dotted(src, child)
+                out.names[dname.split(".")[0]] = f"{mod}.{dname}" if mod else dname
             elif child.type == "aliased_import":
                 name_node = child.child_by_field_name("name")
-                alias = child.child_by_field_name("alias")
-                if name_node is not None and alias is not None:
-                    name = _dotted(src, name_node)
-                    out.names[src.node_text(alias)] = f"{mod}.{name}" if mod else name
+                alias_node = child.child_by_field_name("alias")
+                if name_node is not None and alias_node is not None:
+                    iname = _dotted(src, name_node)
+                    out.names[src.node_text(alias_node)] = f"{mod}.{iname}" if mod else iname
     return out
 
 

@@ -26,7 +26,8 @@ def _parser() -> Parser:
 
 @cache
 def compile_query(source: str) -> Query:
-    return Query(language(), source)
+    query: Query = Query(language(), source)
+    return query
 
 
 def run_query(source: str, node: Node) -> dict[str, list[Node]]:

@@ -244,18 +244,18 @@ def find_regions(
                         region.callables.append(obj)
                         region.compiled_names.append(ix.text(obj))
                 if parent is not None and parent.type == "assignment":
-                    left = parent.child_by_field_name("left")
-                    if left is not None:
-                        region.compiled_names.append(ix.text(left))
+                    assigned = parent.child_by_field_name("left")
+                    if assigned is not None:
+                        region.compiled_names.append(ix.text(assigned))
             regions.append(region)
     # bare @torch.compile decorators when the cudagraphs flag is on
     if cudagraph_flag:
-        for fn in ix.functions:
-            for d in fn.decorators:
-                expr = d.named_children[0] if d.named_child_count else None
-                if expr is not None and expr.type != "call" and ix.qualname(expr) == "torch.compile":
-                    regions.append(CaptureRegion(kind="compile", ix=ix, site=expr, anchor=fn.node,
-                                                 functions=[fn.node], compiled_names=[fn.name]))
+        for finfo in ix.functions:
+            for d in finfo.decorators:
+                dexpr = d.named_children[0] if d.named_child_count else None
+                if dexpr is not None and dexpr.type != "call" and ix.qualname(dexpr) == "torch.compile":
+                    regions.append(CaptureRegion(kind="compile", ix=ix, site=dexpr, anchor=finfo.node,
+                                                 functions=[finfo.node], compiled_names=[finfo.name]))
     regions.sort(key=lambda r: r.site.start_byte)
     return regions
 
