@@ -37,7 +37,7 @@ def apply_first_fixes(text: str, findings: list[SourceFinding]) -> str:
             continue
         fx = f.fixes[0]
         spans = [((e.start_line, e.start_col), (e.end_line, e.end_col)) for e in fx.edits]
-        if any(a[0] < b[1] and b[0] < a[1] or a[0] == b[0] for a in spans for b in taken):
+        if any((a[0] < b[1] and b[0] < a[1]) or a[0] == b[0] for a in spans for b in taken):
             continue
         taken.extend(spans)
         edits.extend(fx.edits)
