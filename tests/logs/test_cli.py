@@ -239,3 +239,42 @@ def test_explain() -> None:
     r = denpex("explain", "DPX101")
     assert r.returncode == 0 and b"### Fix" in r.stdout
     assert denpex("explain", "nope").returncode == 2
+
+
+def test_user_rule_with_catastrophic_regex_is_rejected(tmp_path: Path) -> None:
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "slow.yaml").write_text(
+        "id: my-slow-rule\ncode: DPX991\ntitle: A rule whose regex backtracks\n"
+        "family: other-frameworks\nseverity: error\n"
+        "root_cause: Written to show that the loader refuses nested quantifiers.\n"
+        "fix: Bound the repeat.\nverify: denpex run -- python train.py\n"
+        "checklist: [Bound the repeat.]\nreferences: [none]\n"
+        "log:\n  signatures:\n    - {role: initiating, regex: '(a+)+b', anchor: 'aaaa'}\n"
+        "  examples:\n    match: ['aaaab']\n    no_match: ['c']\n"
+    )
+    r = denpex("diagnose", "-", "--rules", str(d), stdin=b"x\n")
+    assert r.returncode == 2
+    err = r.stderr.decode()
+    assert "slow.yaml" in err and "backtrack" in err and err.count("\n") == 1
+
+
+def test_pathological_line_cannot_stall_a_scan(tmp_path: Path) -> None:
+    """A user rule with a slow-but-accepted regex and a hostile line: the per-search timeout bounds it."""
+    import time
+
+    d = tmp_path / "mine"
+    d.mkdir()
+    (d / "ok.yaml").write_text(
+        "id: my-bounded-rule\ncode: DPX992\ntitle: A rule with a bounded but heavy regex\n"
+        "family: other-frameworks\nseverity: error\n"
+        "root_cause: Written to show that a hostile line is bounded by the regex timeout.\n"
+        "fix: None needed.\nverify: denpex run -- python train.py\n"
+        "checklist: [Nothing.]\nreferences: [none]\n"
+        "log:\n  signatures:\n    - {role: initiating, regex: 'MARKER[a-z ]{0,4000}[a-z]{0,4000}!', anchor: 'MARKER'}\n"
+        "  examples:\n    match: ['MARKER abc!']\n    no_match: ['c']\n"
+    )
+    hostile = ("MARKER" + "a" * 8000 + "\n") * 200
+    t0 = time.monotonic()
+    r = denpex("diagnose", "-", "--rules", str(d), stdin=hostile.encode())
+    assert r.returncode in (0, 1) and time.monotonic() - t0 < 60
