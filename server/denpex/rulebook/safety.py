@@ -26,15 +26,14 @@ def _has_unbounded_repeat(items: Any) -> bool:
     for op, av in items:
         name = _name(op)
         if name in _REPEATS:
-            lo, hi, sub = av
+            _lo, hi, sub = av
             if hi is sre_parse.MAXREPEAT or hi > _UNBOUNDED or _has_unbounded_repeat(sub):
                 return True
         elif name == "SUBPATTERN":
             if _has_unbounded_repeat(av[-1]):
                 return True
-        elif name == "BRANCH":
-            if any(_has_unbounded_repeat(b) for b in av[1]):
-                return True
+        elif name == "BRANCH" and any(_has_unbounded_repeat(b) for b in av[1]):
+            return True
     return False
 
 
@@ -49,7 +48,7 @@ def problems(pattern: str) -> list[str]:
     """Reasons the pattern is unsafe; empty when it is fine."""
     try:
         parsed = sre_parse.parse(pattern)
-    except Exception:  # noqa: BLE001 - the regex module accepts more syntax; timeouts still bound it
+    except Exception:
         return []
     out: list[str] = []
 
@@ -58,7 +57,7 @@ def problems(pattern: str) -> list[str]:
         for i, (op, av) in enumerate(seq):
             name = _name(op)
             if name in _REPEATS:
-                lo, hi, sub = av
+                _lo, hi, sub = av
                 if (hi is sre_parse.MAXREPEAT or hi > 1) and _has_unbounded_repeat(sub):
                     out.append("nested quantifier: a repeated group whose body repeats without bound")
                 walk(sub)
@@ -68,7 +67,7 @@ def problems(pattern: str) -> list[str]:
                 for b in av[1]:
                     walk(b)
             if i + 1 < len(seq) and _is_wild(op, av) and _is_wild(*seq[i + 1]):
-                a, b = list(av[2])[0], list(seq[i + 1][1][2])[0]
+                a, b = next(iter(av[2])), next(iter(seq[i + 1][1][2]))
                 # \s*\w+ is harmless (disjoint classes); .*.* or \w*\w* splits a run in many ways
                 if _name(a[0]) == "ANY" or _name(b[0]) == "ANY" or a == b:
                     out.append("two unbounded wildcards in a row")
