@@ -78,7 +78,7 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  #
 
 
 async def wait_diagnostics(client: LanguageClient, doc_uri: str, version: int | None = None,
-                           timeout: float = 10.0) -> list[types.Diagnostic]:
+                           timeout: float = 20.0) -> list[types.Diagnostic]:
     """The next diagnostics published for `doc_uri` (at `version`, when given)."""
 
     async def loop() -> list[types.Diagnostic]:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import HERE, SCENARIO
 
 NVIM = shutil.which("nvim")

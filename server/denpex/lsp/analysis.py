@@ -141,6 +141,17 @@ class Analyzer:
         except Exception as exc:
             self._log(f"workspace index update failed for {path}: {exc!r}")
 
+    def edit_file(self, path: str, edits: list[TextEdit]) -> None:
+        """Incremental re-parse of an indexed file (edits in didChange order, code points)."""
+        ws = self._workspace
+        if ws is None or path not in ws:
+            return
+        try:
+            ws.edit_file(path, edits)
+        except Exception as exc:  # the next analysis re-adds the file from the full text
+            self._log(f"incremental index update failed for {path}: {exc!r}")
+            ws.remove_file(path)
+
     # analysis ----------------------------------------------------------------------------------
 
     def analyse(self, text: str, path: str, settings: Settings) -> list[SourceFinding]:

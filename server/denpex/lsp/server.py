@@ -41,7 +41,7 @@ from denpex.lsp.documents import (
 from denpex.lsp.paths import PathIndex
 from denpex.lsp.settings import SettingsStore, unwrap_editor_settings
 from denpex.rulebook import Rule, RuleBook, load_rulebook
-from denpex.source.model import SourceFinding
+from denpex.source.model import SourceFinding, TextEdit
 
 T = TypeVar("T")
 
@@ -60,9 +60,19 @@ class DenpexProtocol(LanguageServerProtocol):
         if uri not in self.workspace.text_documents:
             self._server.log_warning(f"didChange for a document that is not open: {uri}")
             return
+        edits: list[TextEdit] | None = []
         try:
             for change in params.content_changes:
+                if edits is not None and isinstance(change, types.TextDocumentContentChangePartial):
+                    doc = self.workspace.get_text_document(uri)
+                    r = doc.position_codec.range_from_client_units(doc.lines, change.range)
+                    edits.append(TextEdit(r.start.line, r.start.character, r.end.line, r.end.character, change.text))
+                else:
+                    edits = None  # a full replacement: the index re-parses
                 self.workspace.update_text_document(params.text_document, change)
+            path = path_of(uri)
+            if edits and path is not None:
+                self._server.analyzer.edit_file(path, edits)
         except Exception:
             self._server.log_exception(f"{uri}: could not apply a change; the document may be out of sync")
             return
@@ -164,8 +174,6 @@ class DenpexLanguageServer(LanguageServer):
                 if d is not None:
                     diags.append(d)
             st.findings, st.diagnostics = findings, diags
-            if path is not None:
-                self.analyzer.update_file(path, doc.source)
         elif st.kind is Kind.LOG:
             st.diagnostics = []
             if settings.log_documents and len(doc.source) <= max(settings.max_file_bytes, 64 << 20):
