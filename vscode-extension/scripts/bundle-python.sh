@@ -39,6 +39,6 @@ done
 # when its version was bundled.
 host=$("$py" -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
 if [ -d "$here/bundled/libs/py$host" ]; then
-  "$py" -I "$here/bundled/tool/denpex_server.py" --version
+  "$py" -I -B "$here/bundled/tool/denpex_server.py" --version
 fi
 du -sh "$here/bundled/libs" | sed 's/^/bundle-python: total /'

@@ -114,36 +114,38 @@ function roleLabel(e: CascadeEvent): string {
   return e.finding.role || 'report';
 }
 
-function renderCascade(d: Diagnosis, opts: ReportOptions): string {
+/** Lanes are columns (one per rank), events are rows in log order, so it fits a side panel. */
+function renderCascade(d: Diagnosis, opts: ReportOptions): { html: string; css: string } {
   const c = buildCascade(d, opts.ranksInLog ?? [], opts.maxCascadeEvents ?? 10);
-  if (c.events.length === 0) return '';
-  const cols = c.events.length;
-  const rows: string[] = [];
-  rows.push(`<div class="lane-label axis">rank</div>`);
-  for (let i = 0; i < cols; i++) {
-    rows.push(`<div class="axis">${i === 0 ? 'log order →' : ''}</div>`);
-  }
+  if (c.events.length === 0) return { html: '', css: '' };
+  const lanes = c.lanes.length;
+  const cells: string[] = [];
+  cells.push(`<div class="cas-head when">log line ↓</div>`);
   for (const lane of c.lanes) {
     const quiet = !c.events.some((e) => e.lane === lane);
-    rows.push(`<div class="lane-label${quiet ? ' quiet' : ''}" data-lane="${escapeHtml(lane)}">${escapeHtml(lane)}</div>`);
-    for (const e of c.events) {
+    cells.push(`<div class="cas-head lane-label${quiet ? ' quiet' : ''}" data-lane="${escapeHtml(lane)}">${escapeHtml(lane)}</div>`);
+  }
+  c.events.forEach((e, row) => {
+    const f = e.finding;
+    const last = row === c.events.length - 1 ? ' last' : '';
+    cells.push(`<div class="when">${escapeHtml(f.line)}</div>`);
+    for (const lane of c.lanes) {
+      const quiet = !c.events.some((x) => x.lane === lane);
       if (e.lane !== lane) {
-        rows.push(`<div class="cell track${quiet ? ' quiet' : ''}"></div>`);
+        cells.push(`<div class="cell track${quiet ? ' quiet' : ''}${last}"></div>`);
         continue;
       }
-      const f = e.finding;
       const cls = e.first ? 'first' : f.role === 'collateral' ? 'collateral' : f.role === 'initiating' ? 'initiating' : 'context';
       const count = f.count && f.count > 1 ? ` ×${f.count}` : '';
-      rows.push(
-        `<div class="cell track event ${cls}" title="${escapeHtml(f.text)}">` +
+      cells.push(
+        `<div class="cell track event ${cls}${last}" title="${escapeHtml(f.text)}">` +
           `<span class="dot" aria-hidden="true"></span>` +
-          `<span class="ev-role">${escapeHtml(roleLabel(e))}</span>` +
-          `<span class="ev-rule">${escapeHtml(f.rule)}${escapeHtml(count)}</span>` +
-          `<span class="ev-line">log line ${escapeHtml(f.line)}</span>` +
+          `<span class="ev-body"><span class="ev-role">${escapeHtml(roleLabel(e))}</span>` +
+          `<span class="ev-rule">${escapeHtml(f.rule)}${escapeHtml(count)}</span></span>` +
           `</div>`,
       );
     }
-  }
+  });
   const quietLanes = c.lanes.filter((l) => !c.events.some((e) => e.lane === l));
   const legend =
     `<p class="legend"><span class="dot first"></span> first failure ` +
@@ -152,12 +154,15 @@ function renderCascade(d: Diagnosis, opts: ReportOptions): string {
     (quietLanes.length ? ` · ${escapeHtml(quietLanes.join(', '))}: no error reported` : '') +
     (c.folded ? ` · ${c.folded} more report(s) not drawn` : '') +
     `</p>`;
-  return (
-    `<section id="cascade"><h2>Failure cascade</h2>` +
-    `<div class="cascade" style="grid-template-columns: 7em repeat(${cols}, minmax(9em, 1fr));">${rows.join('')}</div>` +
-    legend +
-    `</section>`
-  );
+  return {
+    html:
+      `<section id="cascade"><h2>Failure cascade</h2>` +
+      `<div class="cascade lanes-${lanes}" role="table" aria-label="failure cascade, one lane per rank">${cells.join('')}</div>` +
+      legend +
+      `</section>`,
+    // inline style attributes are blocked by the CSP; the column template goes in the nonce'd sheet
+    css: `.cascade.lanes-${lanes} { grid-template-columns: 4.5em repeat(${lanes}, minmax(9em, 1fr)); }`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -231,26 +236,26 @@ a:hover { color: var(--vscode-textLink-activeForeground); text-decoration: under
   outline: 1px solid var(--vscode-errorForeground); color: var(--vscode-errorForeground); font-weight: 600; }
 .logline.frame-line .lt { color: var(--vscode-textLink-foreground); }
 .cascade { display: grid; align-items: stretch; overflow-x: auto; margin: 6px 0; }
-.cascade .axis { color: var(--vscode-descriptionForeground); font-size: .85em; padding: 0 6px 4px; }
-.lane-label { font-weight: 600; padding: 10px 6px; white-space: nowrap; border-top: 1px dashed var(--vscode-widget-border, var(--vscode-panel-border, transparent)); }
-.lane-label.axis { border-top: none; padding-top: 0; }
-.lane-label.quiet { color: var(--vscode-descriptionForeground); font-weight: normal; }
-.cell { position: relative; min-height: 3.6em; border-top: 1px dashed var(--vscode-widget-border, var(--vscode-panel-border, transparent)); }
-.cell.track::before { content: ""; position: absolute; left: 0; right: 0; top: 1.05em; border-top: 2px solid var(--vscode-descriptionForeground); opacity: .35; }
-.cell.track.quiet::before { border-top-style: dotted; }
-.event { padding: 0 4px 6px 4px; display: flex; flex-direction: column; align-items: flex-start; }
-.event .dot { position: relative; z-index: 1; margin-top: .55em; }
+.cas-head { font-weight: 600; padding: 4px 6px 6px; white-space: nowrap; border-bottom: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, transparent)); }
+.cas-head.quiet { color: var(--vscode-descriptionForeground); font-weight: normal; }
+.when { color: var(--vscode-editorLineNumber-foreground); font-family: var(--vscode-editor-font-family); text-align: right; padding: 8px 10px 0 0; }
+.cas-head.when { font-family: var(--vscode-font-family); font-weight: normal; color: var(--vscode-descriptionForeground); font-size: .85em; padding-top: 6px; }
+.cell { position: relative; min-height: 2.8em; }
+.cell.track::before { content: ""; position: absolute; top: 0; bottom: 0; left: 13px; border-left: 2px solid var(--vscode-descriptionForeground); opacity: .35; }
+.cell.track.quiet::before { border-left-style: dotted; }
+.cell.track.last::before { bottom: 50%; }
+.event { display: flex; align-items: flex-start; gap: 8px; padding: 6px 4px 6px 6px; }
+.event .dot { position: relative; z-index: 1; flex: none; margin: 2px 0 0 0; }
+.ev-body { display: flex; flex-direction: column; min-width: 0; }
 .dot { display: inline-block; width: 12px; height: 12px; border-radius: 50%; vertical-align: middle; margin: 0 3px 0 8px;
   background: var(--vscode-descriptionForeground); border: 2px solid var(--vscode-editor-background); box-sizing: content-box; }
-.event .dot { margin-left: 0; }
-.dot.first, .event.first .dot { background: var(--vscode-errorForeground); width: 14px; height: 14px; box-shadow: 0 0 0 2px var(--vscode-errorForeground); }
+.dot.first, .event.first .dot { background: var(--vscode-errorForeground); box-shadow: 0 0 0 2px var(--vscode-errorForeground); }
 .dot.collateral, .event.collateral .dot, .event.initiating .dot { background: var(--vscode-editorWarning-foreground); }
 .dot.context, .event.context .dot { background: var(--vscode-descriptionForeground); border-radius: 2px; }
-.ev-role { font-size: .8em; text-transform: uppercase; letter-spacing: .04em; color: var(--vscode-descriptionForeground); margin-top: 2px; }
+.ev-role { font-size: .8em; text-transform: uppercase; letter-spacing: .04em; color: var(--vscode-descriptionForeground); }
 .event.first .ev-role { color: var(--vscode-errorForeground); font-weight: 700; }
 .event.collateral .ev-role { color: var(--vscode-editorWarning-foreground); }
-.ev-rule { font-family: var(--vscode-editor-font-family); font-size: .9em; word-break: break-all; }
-.ev-line { font-size: .85em; color: var(--vscode-descriptionForeground); }
+.ev-rule { font-family: var(--vscode-editor-font-family); font-size: .9em; overflow-wrap: anywhere; }
 .legend { color: var(--vscode-descriptionForeground); font-size: .9em; }
 .legend .dot { width: 9px; height: 9px; box-shadow: none; }
 .fix { border-left: 4px solid var(--vscode-testing-iconPassed, var(--vscode-charts-green)); padding: 4px 12px; background: var(--vscode-textBlockQuote-background); }
@@ -298,6 +303,7 @@ export function renderReportHtml(result: { diagnosis: Diagnosis; markdown?: stri
     `default-src 'none'; img-src ${opts.cspSource} data:; ` +
     `style-src ${opts.cspSource} 'nonce-${opts.nonce}'; script-src 'nonce-${opts.nonce}';`;
   const parts: string[] = [];
+  let extraCss = '';
   parts.push(`<h1>Denpex report</h1>`);
   const origin = [opts.origin, d.input?.lines ? `${d.input.lines} lines` : ''].filter(Boolean).join(' · ');
   if (origin) parts.push(`<p class="origin">${escapeHtml(origin)}</p>`);
@@ -335,7 +341,9 @@ export function renderReportHtml(result: { diagnosis: Diagnosis; markdown?: stri
     parts.push(renderContext(v));
     parts.push(`</section>`);
     if (v.root_cause) parts.push(`<section id="why"><h2>Why</h2>${paragraphs(v.root_cause)}</section>`);
-    parts.push(renderCascade(d, opts));
+    const cascade = renderCascade(d, opts);
+    extraCss = cascade.css;
+    parts.push(cascade.html);
     if (v.fix) parts.push(`<section id="fix"><h2>Fix</h2><div class="fix">${paragraphs(v.fix)}</div></section>`);
     if (v.eager_fallback) {
       parts.push(`<section id="fallback"><h2>Eager fallback</h2><div class="fallback">${paragraphs(v.eager_fallback)}</div></section>`);
@@ -383,7 +391,7 @@ export function renderReportHtml(result: { diagnosis: Diagnosis; markdown?: stri
     `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">` +
     `<meta http-equiv="Content-Security-Policy" content="${csp}">` +
     `<meta name="viewport" content="width=device-width, initial-scale=1.0">` +
-    `<title>Denpex report</title><style nonce="${opts.nonce}">${STYLE}</style></head>` +
+    `<title>Denpex report</title><style nonce="${opts.nonce}">${STYLE}${extraCss}</style></head>` +
     `<body>${parts.join('\n')}<script nonce="${opts.nonce}">${SCRIPT}</script></body></html>`
   );
 }

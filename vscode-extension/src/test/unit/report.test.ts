@@ -50,7 +50,7 @@ describe('report rendering: a1_rank1_dies (rank 1 fails inside capture, rank 0 i
     assert.ok(collateral.some((e) => e.lane === 'rank 1' && e.finding.rule === 'cuda-901-capture-invalidated'));
     assert.ok(!c.events.some((e) => e.lane === 'rank 0'), 'rank 0 reported no error of its own');
     const s = section(html, 'cascade');
-    assert.match(s, /class="lane-label quiet" data-lane="rank 0"/);
+    assert.match(s, /class="cas-head lane-label quiet" data-lane="rank 0"/);
     assert.ok(s.indexOf('first failure') < s.indexOf('collateral'), 'first failure drawn before the collateral');
     assert.match(s, /rank 0: no error reported/);
   });
@@ -77,6 +77,8 @@ describe('report rendering: a1_rank1_dies (rank 1 fails inside capture, rank 0 i
     assert.match(style, /var\(--vscode-errorForeground\)/);
     assert.match(html, /Content-Security-Policy" content="default-src 'none';[^"]*script-src 'nonce-N0NCE'/);
     assert.match(html, /<script nonce="N0NCE">/);
+    assert.ok(!/\sstyle="/.test(html), 'no inline style attributes: the CSP would drop them');
+    assert.match(style, /\.cascade\.lanes-3 \{ grid-template-columns: 4\.5em repeat\(3, /);
     assert.match(html, /Copy as Markdown/);
   });
 });
