@@ -242,3 +242,21 @@ def test_code_point_columns() -> None:
     text = "import torch\nwith torch.cuda.graph(g):\n    é = 'ü'; v = x.item()\n"
     (f,) = analyse_source(text, "t.py")
     assert (f.start_line, f.start_col) == (2, 17)  # code points: é and ü count once
+
+
+def test_incremental_reuse_outside_captured_code_matches_full() -> None:
+    text = (
+        "import torch\n\ndef unrelated(a):\n    b = a + 1\n    return b\n\n"
+        "def step(x):\n    return x.sum().item()\n\nwith torch.cuda.graph(g):\n    out = step(x)\n"
+    )
+    doc = Document("t.py", text)
+    first = doc.analyse()
+    assert [(f.start_line, f.rule) for f in first] == [(7, ITEM)]
+    doc.apply_edits([TextEdit(3, 13, 3, 13, "\n    c = b * 2  # more")])
+    again = doc.analyse()
+    assert doc.last_was_incremental
+    assert again == analyse_source(doc.text, "t.py", config=ScanConfig(max_depth=4))
+    assert [(f.start_line, f.rule) for f in again] == [(8, ITEM)]
+    doc.apply_edits([TextEdit(8, 25, 8, 25, " + 1")])  # inside the captured callee: full re-analysis
+    doc.analyse()
+    assert not doc.last_was_incremental

@@ -20,6 +20,7 @@ ScanConfig (denpex.source.config), Workspace (denpex.source.workspace).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from functools import cache
 
 from denpex.rulebook import Rule, RuleBook, load_rulebook
@@ -32,7 +33,7 @@ from denpex.source.model import CaptureSite, Fix, SourceFinding, TextEdit
 from denpex.source.parse import ParsedSource, parse
 from denpex.source.regions import contextmanager_wrappers, find_regions
 from denpex.source.suppress import is_suppressed, suppression_fix, suppressions
-from denpex.source.workspace import Workspace
+from denpex.source.workspace import Workspace, diff_edit
 
 __all__ = [
     "CaptureSite", "Document", "Fix", "ScanConfig", "SourceFinding", "TextEdit", "Workspace",
@@ -153,15 +154,19 @@ def _analyse_index(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | 
 def analyse_source(text: str, path: str, *, config: ScanConfig | None = None, workspace: Workspace | None = None,
                    rulebook: RuleBook | None = None) -> list[SourceFinding]:
     """Findings in one file (see the module docstring)."""
-    book = rulebook or _default_book()
-    cfg = config or ScanConfig()
-    if workspace is not None:
-        src = workspace.source(path)
-        ix = workspace.index(path) if src is not None and src.text == text else workspace.add_file(path, text)
-        assert ix is not None
-    else:
-        ix = FileIndex(path, parse(text))
-    return _analyse_index(ix, config=cfg, workspace=workspace, book=book)
+    key = (path, id(workspace))
+    doc = _DOCS.get(key)
+    if doc is None or (workspace is not None and workspace.source(path) not in (None, doc.src)):
+        doc = Document(path, text)
+        if len(_DOCS) >= 256:
+            _DOCS.clear()
+        _DOCS[key] = doc
+    elif doc.text != text:
+        doc.update_text(text)
+    return doc.analyse(config, workspace, rulebook)
+
+
+_DOCS: dict[tuple[str, int], Document] = {}
 
 
 def analyse_workspace(workspace: Workspace, *, config: ScanConfig | None = None,
@@ -186,29 +191,146 @@ def analyse_workspace(workspace: Workspace, *, config: ScanConfig | None = None,
     return out
 
 
+_LOCAL_EDIT_BLOCKERS = ("def", "class", "lambda", "import", "global", "nonlocal", "graph", "capture", "compile",
+                        "yield", "@", "replay", "contextmanager")
+
+
+@dataclass
+class _Cached:
+    key: tuple[object, ...]
+    findings: list[SourceFinding]
+    touched: list[tuple[int, int]]
+
+
 class Document:
-    """One open file, reparsed incrementally on edits (tree-sitter reuses the unchanged subtrees)."""
+    """One open file, reparsed incrementally on edits (tree-sitter reuses the unchanged subtrees).
+
+    After an analysis, an edit that falls inside the body of a function the analysis never consulted (not
+    reached from a capture, not a capture's scope, no definitions/imports/capture words in the old or new
+    text) keeps the previous findings, shifted to their new positions, without re-running the analysis."""
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
         self.src = parse(text)
-        self.ix = FileIndex(path, self.src)
+        self._ix: FileIndex | None = None
+        self._cached: _Cached | None = None
+        self.last_was_incremental = False
 
     @property
     def text(self) -> str:
         return self.src.text
 
+    @property
+    def ix(self) -> FileIndex:
+        if self._ix is None:
+            self._ix = FileIndex(self.path, self.src)
+        return self._ix
+
+    def update_text(self, text: str) -> None:
+        """Replace the whole text; the change is reparsed incrementally as one edit."""
+        edit = diff_edit(self.src.text, text)
+        if edit is not None:
+            self.apply_edits([TextEdit(*edit)])
+
     def apply_edits(self, edits: Sequence[TextEdit]) -> None:
-        src = self.src
         for e in edits:
-            src = src.edit(e.start_line, e.start_col, e.end_line, e.end_col, e.new_text)
-        self.src = src
-        self.ix = FileIndex(self.path, src)
+            if self._cached is not None and not self._local(e):
+                self._cached = None
+            old = self.src
+            new = old.edit(e.start_line, e.start_col, e.end_line, e.end_col, e.new_text)
+            if self._cached is not None:
+                self._cached = _shift_cached(self._cached, old, new, e)
+            self.src = new
+            self._ix = None
+
+    def _local(self, e: TextEdit) -> bool:
+        cached = self._cached
+        assert cached is not None
+        src = self.src
+        s = src.byte_offset(e.start_line, e.start_col)
+        t = src.byte_offset(e.end_line, e.end_col)
+        old_text = src.data[s:t].decode("utf-8", "replace")
+        if any(w in old_text or w in e.new_text for w in _LOCAL_EDIT_BLOCKERS):
+            return False
+        node = src.root.descendant_for_byte_range(s, max(s, t))
+        fn = None
+        while node is not None:
+            if node.type == "function_definition":
+                body = node.child_by_field_name("body")
+                if body is not None and body.start_byte < s and t <= body.end_byte:
+                    fn = node
+                break
+            node = node.parent
+        if fn is None:
+            return False
+        return not any(a < fn.end_byte and fn.start_byte < b for a, b in cached.touched)
 
     def analyse(self, config: ScanConfig | None = None, workspace: Workspace | None = None,
                 rulebook: RuleBook | None = None) -> list[SourceFinding]:
         book = rulebook or _default_book()
-        return _analyse_index(self.ix, config=config or ScanConfig(), workspace=workspace, book=book)
+        cfg = config or ScanConfig()
+        key = (cfg, id(workspace), workspace.others_generation(self.path) if workspace is not None else 0, id(book))
+        if self._cached is not None and self._cached.key == key:
+            self.last_was_incremental = True
+            return list(self._cached.findings)
+        self.last_was_incremental = False
+        if workspace is not None:
+            if workspace.source(self.path) is not self.src:
+                workspace.set_source(self.path, self.src)
+            ix = workspace.index(self.path)
+            assert ix is not None
+            self._ix = ix
+        ix = self.ix
+        ix.touched.clear()
+        findings = _analyse_index(ix, config=cfg, workspace=workspace, book=book)
+        self._cached = _Cached(key, findings, list(ix.touched))
+        return list(findings)
+
+
+def _shift_point(line: int, col: int, e: TextEdit) -> tuple[int, int]:
+    if (line, col) <= (e.start_line, e.start_col):
+        return line, col
+    if (line, col) < (e.end_line, e.end_col):
+        raise ValueError("inside the edit")
+    nl = e.new_text.count("\n")
+    if line == e.end_line:
+        if nl:
+            return e.start_line + nl, col - e.end_col + len(e.new_text) - e.new_text.rfind("\n") - 1
+        return e.start_line, e.start_col + len(e.new_text) + (col - e.end_col)
+    return line + nl - (e.end_line - e.start_line), col
+
+
+def _shift_edit(t: TextEdit, e: TextEdit) -> TextEdit:
+    sl, sc = _shift_point(t.start_line, t.start_col, e)
+    el, ec = _shift_point(t.end_line, t.end_col, e)
+    return TextEdit(sl, sc, el, ec, t.new_text)
+
+
+def _shift_fix(f: Fix, e: TextEdit) -> Fix:
+    return Fix(f.title, f.safety, tuple(_shift_edit(t, e) for t in f.edits))
+
+
+def _shift_cached(c: _Cached, old: ParsedSource, new: ParsedSource, e: TextEdit) -> _Cached | None:
+    s = old.byte_offset(e.start_line, e.start_col)
+    t = old.byte_offset(e.end_line, e.end_col)
+    delta = len(new.data) - len(old.data)
+    try:
+        out: list[SourceFinding] = []
+        for f in c.findings:
+            sl, sc = _shift_point(f.start_line, f.start_col, e)
+            el, ec = _shift_point(f.end_line, f.end_col, e)
+            site = f.capture_site
+            if site is not None and site.path == f.path:
+                site = CaptureSite(site.path, _shift_point(site.line, 0, e)[0], site.kind)
+            out.append(replace(
+                f, start_line=sl, start_col=sc, end_line=el, end_col=ec, capture_site=site,
+                fixes=tuple(_shift_fix(x, e) for x in f.fixes),
+                suppression=_shift_fix(f.suppression, e) if f.suppression is not None else None,
+            ))
+    except ValueError:
+        return None
+    touched = [(a + delta if a >= t else a, b + delta if b >= t else b) for a, b in c.touched if not (a < t and s < b)]
+    return _Cached(c.key, out, touched)
 
 
 def apply_fixes(text: str, findings: Iterable[SourceFinding], *, unsafe: bool = False) -> str:

@@ -299,6 +299,9 @@ class Resolver:
         pos = params.index(param)
         out: list[Target] = []
         for call in self._calls_named(ix, info.name):
+            owner = ix.enclosing_function(call)
+            if owner is not None:
+                ix.touched.append((owner.node.start_byte, owner.node.end_byte))
             args = call.child_by_field_name("arguments")
             if args is None:
                 continue

@@ -22,7 +22,7 @@ from denpex.source import fixes as F
 from denpex.source.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
 from denpex.source.index import FileIndex, FuncInfo, Kind, kwarg, positional
 from denpex.source.model import Fix, Severity, TextEdit
-from denpex.source.parse import run_query, strip_parens, walk
+from denpex.source.parse import any_of, run_query, run_query_range, strip_parens, walk
 from denpex.source.regions import CG_MODES, CaptureRegion, is_inside_stream_context
 
 DEFAULT_GUARDS = frozenset({
@@ -121,6 +121,7 @@ class CaptureWalker:
         if key in self.visited:
             return
         self.visited.add(key)
+        ix.touched.append((fn.node.start_byte, fn.node.end_byte))
         body = fn.body
         if body is None:
             return
@@ -514,33 +515,34 @@ class CaptureWalker:
                             names.add(ix.text(fn))
                 elif n.type == "identifier":
                     names.add(ix.text(n))
-        scope = ix.scope_of(anchor)
-        chain = [scope]
-        while chain[-1].parent is not None:
-            chain.append(chain[-1].parent)  # type: ignore[arg-type]
-        for sc in chain:
-            body = sc.node if sc.node.type == "module" else sc.node.child_by_field_name("body")
-            if body is None:
+        lib_funcs = {q.rsplit(".", 1)[-1] for q in (CUBLAS_FUNCS if lib == "cublas" else CUDNN_FUNCS)}
+        wanted = {c.rsplit(".", 1)[-1] for c in callees} | lib_funcs
+        query = (f"(call function: [(identifier) @f (attribute attribute: (identifier) @f)] (#any-of? @f {any_of(wanted)})) @call\n"
+                 f"(call arguments: (argument_list (identifier) @a (#any-of? @a {any_of(names)}))) @argcall")
+        owner = ix.scope_of(anchor).node
+        caps = run_query_range(query, ix.src.root, owner.start_byte if owner.type != "module" else 0, anchor.start_byte)
+        for n in sorted(caps.get("call", []) + caps.get("argcall", []), key=lambda c: c.start_byte):
+            if n.end_byte > anchor.start_byte:
                 continue
-            for n in _scope_calls(ix, body):
-                if n.start_byte >= anchor.start_byte and sc is scope:
-                    break
-                fn = n.child_by_field_name("function")
-                if fn is None:
-                    continue
-                text = ix.text(fn)
-                if text in callees and not text.endswith((".cuda", ".to")):
-                    k = ix.kind(fn) if fn.type in ("identifier", "attribute") else None
-                    if k is None or k.cat != "optimizer":
-                        return True
-                qn = ix.qualname(fn)
-                if (lib == "cublas" and qn in CUBLAS_FUNCS) or (lib == "cudnn" and qn in CUDNN_FUNCS):
+            n_owner = ix.scope_of(n).node
+            if n_owner.id != owner.id and n_owner.type != "module":
+                continue
+            fn = n.child_by_field_name("function")
+            if fn is None:
+                continue
+            text = ix.text(fn)
+            if text in callees and not text.endswith((".cuda", ".to")):
+                k = ix.kind(fn) if fn.type in ("identifier", "attribute") else None
+                if k is None or k.cat != "optimizer":
                     return True
-                if fn.type in ("identifier", "attribute") and ix.kind(fn).cat == "module" and lib in ix.kind(fn).lib:
+            qn = ix.qualname(fn)
+            if (lib == "cublas" and qn in CUBLAS_FUNCS) or (lib == "cudnn" and qn in CUDNN_FUNCS):
+                return True
+            if fn.type in ("identifier", "attribute") and ix.kind(fn).cat == "module" and lib in ix.kind(fn).lib:
+                return True
+            for arg in positional(n):
+                if strip_parens(arg).type == "identifier" and ix.text(arg) in names and ix.kind(arg).cat == "module":
                     return True
-                for a in positional(n):
-                    if strip_parens(a).type == "identifier" and ix.text(a) in names and ix.kind(a).cat == "module":
-                        return True
         return False
 
     def _warmup_fix(self) -> Fix | None:
@@ -1004,8 +1006,25 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None
                                 if nm not in local.assigns and nm not in local.params:
                                     reads.setdefault(nm, m)
     inputs = {n: node for n, node in reads.items() if n not in outputs}
-    after = [n for n in _scope_nodes_after(body, region.end_byte)]
-    replays = [n for n in after if n.type == "call" and ix.text(n).replace(" ", "").startswith(f"{g}.replay(")]
+    start, end = region.end_byte, body.end_byte
+    owner = scope.node
+    query = (
+        f"(call function: (attribute object: (identifier) @recv attribute: (identifier) @m"
+        f" (#any-of? @m \"replay\" \"copy_\" \"empty_cache\"))) @mcall\n"
+        f"(assignment left: (identifier) @lname (#any-of? @lname {any_of(inputs)})) @rebind\n"
+        f"(assignment right: (identifier) @rname (#any-of? @rname {any_of(outputs)})) @alias\n"
+        f"(augmented_assignment left: (identifier) @aname (#any-of? @aname {any_of(inputs)})) @aug\n"
+        "(delete_statement) @del\n"
+    )
+    caps = run_query_range(query, ix.src.root, start, end)
+
+    def mine(nodes: list[Node]) -> list[Node]:
+        out = [n for n in nodes if n.start_byte >= start and n.end_byte <= end and ix.scope_of(n).node.id == owner.id]
+        out.sort(key=lambda n: n.start_byte)
+        return out
+
+    mcalls = mine(caps.get("mcall", []))
+    replays = [n for n in mcalls if ix.text(n).replace(" ", "").startswith(f"{g}.replay(")]
     if not replays:
         return
 
@@ -1015,55 +1034,51 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None
         loop = _enclosing_loop(node, body)
         return loop is not None and any(loop.start_byte <= r.start_byte < loop.end_byte for r in replays)
 
-    for n in after:
-        if n.type == "assignment":
-            left = n.child_by_field_name("left")
-            right = n.child_by_field_name("right")
-            if left is None or right is None or left.type != "identifier":
-                continue
-            name = ix.text(left)
-            stmt = n.parent if n.parent is not None and n.parent.type == "expression_statement" else None
-            if name in inputs and stmt is not None and replay_follows(n):
-                k = ix.kind(inputs[name])
-                if k.cat == "scalar":
-                    continue  # handled below
-                if k.cat in ("tensor", "unknown"):
-                    fx = F.fix("Copy into the captured tensor instead of rebinding the name", "unsafe",
-                               [F.replace_node(ix, n, f"{name}.copy_({ix.text(right)})")])
-                    sink(Hit("static-input-rebound", ix, n, region, (), [f for f in [fx] if f]))
-            rr = strip_parens(right)
-            if rr.type == "identifier" and ix.text(rr) in outputs and replay_follows(n) and any(r.start_byte < n.start_byte for r in replays):
-                fx = F.fix("Clone the static output before the next replay", "unsafe",
-                           [F.replace_node(ix, rr, f"{ix.text(rr)}.clone()")])
-                sink(Hit("static-output-aliased", ix, n, region, (), [f for f in [fx] if f]))
-        elif n.type == "delete_statement":
-            targets = [c for c in walk(n) if c.type == "identifier"]
-            for tnode in targets:
-                if ix.text(tnode) in inputs and replay_follows(n):
-                    d = F.delete_statement(ix, n) if len(targets) == 1 else None
-                    fx = F.fix("Keep the captured input alive (drop the del)", "unsafe", [d] if d else None)
-                    sink(Hit("static-input-deleted", ix, n, region, (), [f for f in [fx] if f]))
-        elif n.type == "call":
-            text = ix.text(n).replace(" ", "")
-            f = n.child_by_field_name("function")
-            if f is not None and ix.qualname(f) == "torch.cuda.empty_cache" and replay_follows(n):
-                sink(Hit("empty-cache", ix, n, region))
-            if f is not None and f.type == "attribute" and text.split("(")[0].endswith(".copy_"):
-                obj = f.child_by_field_name("object")
-                args = positional(n)
-                if obj is not None and obj.type == "identifier" and ix.text(obj) in inputs and args:
-                    _check_shape(region, n, obj, args[0], sink)
+    for n in mine(caps.get("rebind", [])):
+        left = n.child_by_field_name("left")
+        right = n.child_by_field_name("right")
+        stmt = n.parent if n.parent is not None and n.parent.type == "expression_statement" else None
+        if left is None or right is None or stmt is None or not replay_follows(n):
+            continue
+        name = ix.text(left)
+        k = ix.kind(inputs[name])
+        if k.cat in ("tensor", "unknown") and ix.kind(left).cat != "scalar":
+            fx = F.fix("Copy into the captured tensor instead of rebinding the name", "unsafe",
+                       [F.replace_node(ix, n, f"{name}.copy_({ix.text(right)})")])
+            sink(Hit("static-input-rebound", ix, n, region, (), [f for f in [fx] if f]))
+    for n in mine(caps.get("alias", [])):
+        rr = n.child_by_field_name("right")
+        if rr is not None and replay_follows(n) and any(r.start_byte < n.start_byte for r in replays):
+            fx = F.fix("Clone the static output before the next replay", "unsafe",
+                       [F.replace_node(ix, rr, f"{ix.text(rr)}.clone()")])
+            sink(Hit("static-output-aliased", ix, n, region, (), [f for f in [fx] if f]))
+    for n in mine(caps.get("del", [])):
+        targets = [c for c in walk(n) if c.type == "identifier"]
+        for tnode in targets:
+            if ix.text(tnode) in inputs and replay_follows(n):
+                d = F.delete_statement(ix, n) if len(targets) == 1 else None
+                fx = F.fix("Keep the captured input alive (drop the del)", "unsafe", [d] if d else None)
+                sink(Hit("static-input-deleted", ix, n, region, (), [f for f in [fx] if f]))
+    for n in mcalls:
+        f = n.child_by_field_name("function")
+        if f is None:
+            continue
+        if ix.qualname(f) == "torch.cuda.empty_cache" and replay_follows(n):
+            sink(Hit("empty-cache", ix, n, region))
+        if ix.text(f).endswith(".copy_"):
+            obj = f.child_by_field_name("object")
+            args = positional(n)
+            if obj is not None and obj.type == "identifier" and ix.text(obj) in inputs and args:
+                _check_shape(region, n, obj, args[0], sink)
     # Python scalars read by the capture and changed afterwards
+    changed = mine(caps.get("rebind", []) + caps.get("aug", []))
     for name, node in inputs.items():
-        k = ix.kind(node)
-        if k.cat != "scalar":
+        if ix.kind(node).cat != "scalar":
             continue
-        later = [n for n in after if n.type in ("assignment", "augmented_assignment")
-                 and (lft := n.child_by_field_name("left")) is not None and lft.type == "identifier" and ix.text(lft) == name
+        later = [n for n in changed if (lft := n.child_by_field_name("left")) is not None and ix.text(lft) == name
                  and replay_follows(n)]
-        if not later:
-            continue
-        sink(Hit("python-scalar-baked", ix, later[0], region, (), [f for f in [_scalar_fix(region, name, node, later)] if f]))
+        if later:
+            sink(Hit("python-scalar-baked", ix, later[0], region, (), [f for f in [_scalar_fix(region, name, node, later)] if f]))
 
 
 def _scalar_fix(region: CaptureRegion, name: str, read: Node, later: list[Node]) -> Fix | None:
@@ -1202,8 +1217,12 @@ def _compile_outputs(region: CaptureRegion, sink: Sink) -> None:
     body = scope_owner if scope_owner.type == "module" else scope_owner.child_by_field_name("body")
     if body is None:
         return
-    nodes = _scope_nodes_after(body, region.end_byte)
-    calls = [n for n in nodes if n.type == "call" and (fn := n.child_by_field_name("function")) is not None and ix.text(fn) in names]
+    start, end = region.end_byte, body.end_byte
+    owner = ix.scope_of(region.anchor).node
+    simple = {n for n in names if n.isidentifier()}
+    caps = run_query_range(f"(call function: (identifier) @f (#any-of? @f {any_of(simple)})) @call", ix.src.root, start, end)
+    calls = sorted((c for c in caps.get("call", []) if c.start_byte >= start and ix.scope_of(c).node.id == owner.id),
+                   key=lambda c: c.start_byte)
     for call in calls:
         parent = call.parent
         if parent is None or parent.type != "assignment" or parent.child_by_field_name("right") != call:
@@ -1216,9 +1235,9 @@ def _compile_outputs(region: CaptureRegion, sink: Sink) -> None:
         if not later_calls:
             continue
         nxt = later_calls[0]
-        # read of the name after the next call, before it is rebound
-        for n in nodes:
-            if n.start_byte <= nxt.end_byte or n.type != "identifier" or ix.text(n) != name:
+        reads = run_query_range(f"((identifier) @i (#eq? @i \"{name}\"))", ix.src.root, nxt.end_byte, end).get("i", [])
+        for n in sorted(reads, key=lambda r: r.start_byte):
+            if n.start_byte <= nxt.end_byte or ix.scope_of(n).node.id != owner.id:
                 continue
             p = n.parent
             if p is not None and p.type == "assignment" and p.child_by_field_name("left") == n:

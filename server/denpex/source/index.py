@@ -13,9 +13,18 @@ from tree_sitter import Node
 from denpex.source.names import ImportMap, build_imports, dotted_of, qualname
 from denpex.source.parse import ParsedSource, run_query, strip_parens
 
-_DEFS = """
+_FILE_QUERY = """
 (function_definition) @fn
 (class_definition) @cls
+(import_statement) @imp
+(import_from_statement) @from
+(with_statement) @with
+(call function: (attribute attribute: (identifier) @meth) (#eq? @meth "capture_begin")) @begin
+(call function: [(identifier) @cname (attribute attribute: (identifier) @cname)]
+  (#any-of? @cname "make_graphed_callables" "compile")) @call
+(assignment left: (attribute) @cfg_left right: (true)) @cfg
+(decorator) @dec
+(return_statement (call) @retcall)
 """
 
 TENSOR_FACTORIES = frozenset(
@@ -113,13 +122,16 @@ class FileIndex:
     def __init__(self, path: str, src: ParsedSource) -> None:
         self.path = path
         self.src = src
-        self.imports: ImportMap = build_imports(src)
+        self.caps: dict[str, list[Node]] = run_query(_FILE_QUERY, src.root)
+        self.imports: ImportMap = build_imports(src, self.caps)
         self.functions: list[FuncInfo] = []
         self.by_node: dict[int, FuncInfo] = {}
         self.module_funcs: dict[str, FuncInfo] = {}
         self.classes: dict[str, ClassInfo] = {}
         self._scopes: dict[int, Scope] = {}
-        caps = run_query(_DEFS, src.root)
+        # byte ranges whose contents the last analysis consulted (for incremental reuse of findings)
+        self.touched: list[tuple[int, int]] = []
+        caps = self.caps
         for cls in caps.get("cls", []):
             name_node = cls.child_by_field_name("name")
             if name_node is None:
@@ -182,6 +194,7 @@ class FileIndex:
         return None
 
     def class_self_attrs(self, cls: ClassInfo) -> dict[str, tuple[Node, FuncInfo]]:
+        self.touched.append((cls.node.start_byte, cls.node.end_byte))
         if not cls.self_attrs:
             for m in cls.methods.values():
                 body = m.body
@@ -213,6 +226,7 @@ class FileIndex:
             return cached
         scope = Scope(owner)
         if owner.type == "function_definition":
+            self.touched.append((owner.start_byte, owner.end_byte))
             info = self.by_node.get(owner.id)
             if info is not None:
                 scope.params = set(info.params)

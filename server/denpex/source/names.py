@@ -39,9 +39,10 @@ def _dotted(src: ParsedSource, node: Node) -> str:
     return src.node_text(node).replace(" ", "").replace("\\\n", "")
 
 
-def build_imports(src: ParsedSource) -> ImportMap:
+def build_imports(src: ParsedSource, caps: dict[str, list[Node]] | None = None) -> ImportMap:
     out = ImportMap()
-    caps = run_query(_IMPORTS, src.root)
+    if caps is None:
+        caps = run_query(_IMPORTS, src.root)
     for node in caps.get("imp", []):
         for child in node.named_children:
             if child.type == "dotted_name":

@@ -35,6 +35,19 @@ def run_query(source: str, node: Node) -> dict[str, list[Node]]:
     return QueryCursor(compile_query(source)).captures(node)
 
 
+def run_query_range(source: str, node: Node, start_byte: int, end_byte: int) -> dict[str, list[Node]]:
+    """Captures of a (cached) query for matches intersecting [start_byte, end_byte)."""
+    cursor = QueryCursor(compile_query(source))
+    cursor.set_byte_range(max(0, start_byte), max(start_byte, end_byte))
+    return cursor.captures(node)
+
+
+def any_of(names: object) -> str:
+    """A query predicate list for #any-of? (names sorted, quoted)."""
+    items = sorted({str(n) for n in names if str(n).isidentifier()})  # type: ignore[attr-defined]
+    return " ".join(f'"{n}"' for n in items) or '"__denpex_none__"'
+
+
 def _line_starts(data: bytes) -> list[int]:
     starts = [0]
     find = data.find

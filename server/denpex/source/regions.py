@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from denpex.source.index import FileIndex, kwarg, positional
-from denpex.source.parse import run_query, strip_parens, walk
+from denpex.source.parse import strip_parens, walk
 
 GRAPH_CMS = frozenset({"torch.cuda.graph"})
 GRAPHED_CALLABLES = frozenset({"torch.cuda.make_graphed_callables"})
@@ -28,7 +28,8 @@ CG_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudag
 _OPENERS = """
 (with_statement) @with
 (call function: (attribute attribute: (identifier) @meth) (#eq? @meth "capture_begin")) @begin
-(call) @call
+(call function: [(identifier) @cname (attribute attribute: (identifier) @cname)]
+  (#any-of? @cname "make_graphed_callables" "compile")) @call
 (assignment left: (attribute) @cfg_left right: (true)) @cfg
 """
 
@@ -81,25 +82,31 @@ def _string_value(ix: FileIndex, node: Node | None) -> str | None:
 
 
 def contextmanager_wrappers(ix: FileIndex) -> set[str]:
-    """Functions of this file that open a capture for their caller."""
+    """Functions of this file that open a capture for their caller: a `@contextmanager` that yields inside
+    `torch.cuda.graph`, or a function that returns `torch.cuda.graph(...)`."""
     out: set[str] = set()
-    for fn in ix.functions:
-        body = fn.body
-        if body is None:
+    data = ix.src.data
+    if b"graph" not in data:
+        return out
+    for dec in ix.caps.get("dec", []):
+        if b"contextmanager" not in data[dec.start_byte : dec.end_byte]:
             continue
-        is_cm = any(ix.text(d).rstrip("()").endswith("contextmanager") for d in fn.decorators)
+        dd = dec.parent
+        fn_node = dd.child_by_field_name("definition") if dd is not None else None
+        info = ix.by_node.get(fn_node.id) if fn_node is not None else None
+        body = info.body if info is not None else None
+        if info is None or body is None or b"graph" not in data[body.start_byte : body.end_byte]:
+            continue
         for n in walk(body):
-            if n.type == "with_statement" and is_cm:
-                if _graph_items(ix, n, set()) and any(c.type == "yield" for c in walk(n)):
-                    out.add(fn.name)
-                    break
-            elif n.type == "return_statement" and n.named_child_count:
-                val = strip_parens(n.named_children[0])
-                if val.type == "call":
-                    f = val.child_by_field_name("function")
-                    if f is not None and ix.qualname(f) in GRAPH_CMS:
-                        out.add(fn.name)
-                        break
+            if n.type == "with_statement" and _graph_items(ix, n, set()) and any(c.type == "yield" for c in walk(n)):
+                out.add(info.name)
+                break
+    for call in ix.caps.get("retcall", []):
+        f = call.child_by_field_name("function")
+        if f is not None and ix.qualname(f) in GRAPH_CMS:
+            fn = ix.enclosing_function(call)
+            if fn is not None:
+                out.add(fn.name)
     return out
 
 
@@ -154,7 +161,7 @@ def find_regions(
     ix: FileIndex, wrappers: set[str] | frozenset[str] = frozenset(), cudagraph_flag: bool | None = None
 ) -> list[CaptureRegion]:
     wrapper_names = set(wrappers) | contextmanager_wrappers(ix)
-    caps = run_query(_OPENERS, ix.src.root)
+    caps = ix.caps
     regions: list[CaptureRegion] = []
     # triton.cudagraphs flag set anywhere in the file
     if cudagraph_flag is None:

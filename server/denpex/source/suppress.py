@@ -23,7 +23,7 @@ def suppressions(src: ParsedSource) -> dict[int, set[str]]:
     out: dict[int, set[str]] = {}
     if b"denpex" not in src.data:
         return out
-    for c in run_query("(comment) @c", src.root).get("c", []):
+    for c in _comments(src):
         text = src.node_text(c)
         m = _IGNORE.search(text)
         if m is None:
@@ -31,6 +31,20 @@ def suppressions(src: ParsedSource) -> dict[int, set[str]]:
         rules = {r.strip() for r in (m.group(1) or "").split(",") if r.strip()} if m.group(1) is not None else {ALL}
         out.setdefault(c.start_point[0], set()).update(rules or {ALL})
     return out
+
+
+_COMMENTS: dict[int, tuple[ParsedSource, list[Node]]] = {}
+
+
+def _comments(src: ParsedSource) -> list[Node]:
+    cached = _COMMENTS.get(id(src))
+    if cached is not None and cached[0] is src:
+        return cached[1]
+    found = [c for c in run_query("(comment) @c", src.root).get("c", []) if b"denpex" in src.data[c.start_byte : c.end_byte]]
+    if len(_COMMENTS) > 64:
+        _COMMENTS.clear()
+    _COMMENTS[id(src)] = (src, found)
+    return found
 
 
 def is_suppressed(table: dict[int, set[str]], line: int, rule_id: str, code: str) -> bool:
@@ -43,7 +57,7 @@ def is_suppressed(table: dict[int, set[str]], line: int, rule_id: str, code: str
 def _comment_on(src: ParsedSource, line: int) -> Node | None:
     if b"denpex" not in src.data:
         return None
-    for c in run_query("(comment) @c", src.root).get("c", []):
+    for c in _comments(src):
         if c.start_point[0] == line and _IGNORE.search(src.node_text(c)):
             return c
     return None

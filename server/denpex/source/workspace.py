@@ -27,6 +27,36 @@ def module_names(path: str, roots: Iterable[str] = ()) -> list[str]:
     return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
 
 
+def diff_edit(old: str, new: str) -> tuple[int, int, int, int, str] | None:
+    """One edit (start_line, start_col, end_line, end_col, text) turning old into new: the span between the
+    common prefix and the common suffix (found by bisection on slice equality, which runs in C)."""
+    if old == new:
+        return None
+    n = min(len(old), len(new))
+    lo, hi = 0, n
+    while lo < hi:  # longest common prefix
+        mid = (lo + hi + 1) // 2
+        if old[:mid] == new[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    p = lo
+    lo, hi = 0, n - p
+    while lo < hi:  # longest common suffix not overlapping the prefix
+        mid = (lo + hi + 1) // 2
+        if old[len(old) - mid :] == new[len(new) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    sfx = lo
+    start, old_end, new_end = p, len(old) - sfx, len(new) - sfx
+    sl = old.count("\n", 0, start)
+    sc = start - (old.rfind("\n", 0, start) + 1)
+    el = old.count("\n", 0, old_end)
+    ec = old_end - (old.rfind("\n", 0, old_end) + 1)
+    return sl, sc, el, ec, new[start:new_end]
+
+
 class Workspace:
     def __init__(self, roots: Iterable[str] = ()) -> None:
         self.roots = [str(r) for r in roots]
@@ -34,13 +64,34 @@ class Workspace:
         self._indexes: dict[str, FileIndex] = {}
         self._modules: dict[str, str] = {}
         self.generation = 0
+        self._changed_at: dict[str, int] = {}
+        self._removed_at = 0
 
     # ---- files ---------------------------------------------------------------------------------------------
     def add_file(self, path: str, text: str) -> FileIndex:
-        """Add or replace a file (a full parse)."""
+        """Add or replace a file (a known file is reparsed incrementally from its old tree)."""
+        old = self._sources.get(path)
+        if old is not None:
+            if old.text == text:
+                ix = self.index(path)
+                assert ix is not None
+                return ix
+            edit = diff_edit(old.text, text)
+            if edit is not None:
+                return self._store(path, old.edit(*edit))
         return self._store(path, parse(text))
 
+    def _store(self, path: str, src: ParsedSource) -> FileIndex:
+        self._put(path, src)
+        ix = self.index(path)
+        assert ix is not None
+        return ix
+
     update_file = add_file
+
+    def set_source(self, path: str, src: ParsedSource) -> None:
+        """Store an already parsed file (its index is built when first needed)."""
+        self._put(path, src)
 
     def edit_file(self, path: str, edits: Iterable[TextEdit]) -> FileIndex:
         """Apply edits to a known file, reparsing incrementally (edits in document order, positions in the
@@ -53,19 +104,24 @@ class Workspace:
     def remove_file(self, path: str) -> None:
         if self._sources.pop(path, None) is not None:
             self._indexes.pop(path, None)
+            self._changed_at.pop(path, None)
             self._reindex_modules()
             self.generation += 1
+            self._removed_at = self.generation
 
-    def _store(self, path: str, src: ParsedSource) -> FileIndex:
+    def _put(self, path: str, src: ParsedSource) -> None:
         is_new = path not in self._sources
         self._sources[path] = src
-        ix = FileIndex(path, src)
-        self._indexes[path] = ix
+        self._indexes.pop(path, None)
         if is_new:
             for name in module_names(path, self.roots):
                 self._modules.setdefault(name, path)
         self.generation += 1
-        return ix
+        self._changed_at[path] = self.generation
+
+    def others_generation(self, path: str) -> int:
+        """The last change to any other file (or a removal)."""
+        return max([self._removed_at, *(g for p, g in self._changed_at.items() if p != path)])
 
     def _reindex_modules(self) -> None:
         self._modules.clear()
@@ -78,7 +134,13 @@ class Workspace:
         return list(self._sources)
 
     def index(self, path: str) -> FileIndex | None:
-        return self._indexes.get(path)
+        ix = self._indexes.get(path)
+        if ix is None:
+            src = self._sources.get(path)
+            if src is None:
+                return None
+            ix = self._indexes[path] = FileIndex(path, src)
+        return ix
 
     def source(self, path: str) -> ParsedSource | None:
         return self._sources.get(path)
@@ -88,7 +150,7 @@ class Workspace:
         if path is None and "." in module:
             # `from pkg.mod import f` when only `mod.py` is known (no package root given)
             path = self._modules.get(module.rsplit(".", 1)[-1])
-        return self._indexes.get(path) if path is not None else None
+        return self.index(path) if path is not None else None
 
     def __contains__(self, path: object) -> bool:
         return path in self._sources
