@@ -85,6 +85,8 @@ def collect_files(paths: list[str]) -> list[Path]:
             if (parent / ".git").exists():
                 break
         root = p.resolve()
+        if _ignored_by_git(specs, root, True):
+            specs = []  # a directory named explicitly is scanned even if a parent .gitignore lists it
         for dirpath, dirnames, filenames in os.walk(root):
             d = Path(dirpath)
             if d != root:
@@ -128,7 +130,7 @@ def _read(p: Path) -> str:
 def scan(files: list[Path], config: ScanConfig, book: RuleBook) -> tuple[Workspace, dict[str, list[SourceFinding]]]:
     ws = Workspace(roots=[str(Path.cwd())])
     for f in files:
-        ws.add_file(_display(f), _read(f))
+        ws.add_text(_display(f), _read(f))
     return ws, analyse_workspace(ws, config=config, rulebook=book)
 
 

@@ -40,7 +40,7 @@ __all__ = [
     "analyse_source", "analyse_workspace", "apply_edits", "apply_fixes",
 ]
 
-_OPENER_WORDS = (b"graph", b"capture_begin", b"compile")
+_OPENER_WORDS = ("graph", "capture_begin", "reduce-overhead", "max-autotune", "cudagraphs")
 
 
 @cache
@@ -67,9 +67,13 @@ def _hmap(book: RuleBook) -> dict[str, Rule]:
     return m
 
 
+def may_open(text: str, extra: Iterable[str]) -> bool:
+    """Cheap text prefilter: can this file open a capture at all?"""
+    return any(w in text for w in _OPENER_WORDS) or any(w in text for w in extra)
+
+
 def _may_open(ix: FileIndex, extra: Iterable[str]) -> bool:
-    data = ix.src.data
-    return any(w in data for w in _OPENER_WORDS) or any(w.encode() in data for w in extra)
+    return may_open(ix.src.text, extra)
 
 
 def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: set[str]) -> list[Hit]:
@@ -87,12 +91,11 @@ def _wrapper_names(config: ScanConfig, ws: Workspace | None, ix: FileIndex) -> s
     names = {w.rsplit(".", 1)[-1] for w in config.capture_wrappers} | set(config.capture_wrappers)
     if ws is not None:
         for p in ws.paths():
-            other = ws.index(p)
-            if (other is not None and other is not ix and b"contextmanager" in other.src.data) or (
-                other is not None and b"return" in other.src.data and b"graph(" in other.src.data and other is not ix
-            ):
-                assert other is not None
-                names |= contextmanager_wrappers(other)
+            text = ws.text(p) or ""
+            if p != ix.path and "graph(" in text and ("contextmanager" in text or "return" in text):
+                other = ws.index(p)
+                if other is not None:
+                    names |= contextmanager_wrappers(other)
     return names
 
 
@@ -141,11 +144,15 @@ def _analyse_index(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | 
     wrappers = _wrapper_names(config, ws, ix)
     hits = _hits_for(ix, resolver, config, wrappers)
     if ws is not None:
+        stem = ix.path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py")
         for p in ws.paths():
-            other = ws.index(p)
-            if other is None or other.path == ix.path:
+            if p == ix.path:
                 continue
-            if not any(m in ix.path.replace("/", ".") for m in other.imports.modules):
+            text = ws.text(p) or ""
+            if (stem != "__init__" and stem not in text) or not may_open(text, wrappers):
+                continue  # it cannot import this file, or it opens no capture
+            other = ws.index(p)
+            if other is None or not any(m in ix.path.replace("/", ".") for m in other.imports.modules):
                 continue  # it imports nothing that could be this file
             hits.extend(h for h in _hits_for(other, resolver, config, wrappers) if h.ix.path == ix.path)
     return _to_findings(hits, book, config, ix.path)
@@ -177,10 +184,14 @@ def analyse_workspace(workspace: Workspace, *, config: ScanConfig | None = None,
     hits: list[Hit] = []
     wrappers = {w.rsplit(".", 1)[-1] for w in cfg.capture_wrappers} | set(cfg.capture_wrappers)
     for p in workspace.paths():
-        ix = workspace.index(p)
-        if ix is not None and (b"contextmanager" in ix.src.data or b"return" in ix.src.data) and b"graph(" in ix.src.data:
-            wrappers |= contextmanager_wrappers(ix)
+        text = workspace.text(p) or ""
+        if "graph(" in text and ("contextmanager" in text or "return" in text):
+            ix = workspace.index(p)
+            if ix is not None:
+                wrappers |= contextmanager_wrappers(ix)
     for p in workspace.paths():
+        if not may_open(workspace.text(p) or "", wrappers):
+            continue
         ix = workspace.index(p)
         if ix is not None:
             hits.extend(_hits_for(ix, resolver, cfg, wrappers))

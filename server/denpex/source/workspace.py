@@ -61,6 +61,7 @@ class Workspace:
     def __init__(self, roots: Iterable[str] = ()) -> None:
         self.roots = [str(r) for r in roots]
         self._sources: dict[str, ParsedSource] = {}
+        self._pending: dict[str, str] = {}  # added as text, parsed when first needed
         self._indexes: dict[str, FileIndex] = {}
         self._modules: dict[str, str] = {}
         self.generation = 0
@@ -68,8 +69,29 @@ class Workspace:
         self._removed_at = 0
 
     # ---- files ---------------------------------------------------------------------------------------------
+    def add_text(self, path: str, text: str) -> None:
+        """Add or replace a file without parsing it yet (parsed when an analysis first needs it)."""
+        if path in self._sources:
+            self.add_file(path, text)
+            return
+        is_new = path not in self._pending
+        self._pending[path] = text
+        if is_new:
+            for name in module_names(path, self.roots):
+                self._modules.setdefault(name, path)
+        self.generation += 1
+        self._changed_at[path] = self.generation
+
+    def text(self, path: str) -> str | None:
+        pending = self._pending.get(path)
+        if pending is not None:
+            return pending
+        src = self._sources.get(path)
+        return src.text if src is not None else None
+
     def add_file(self, path: str, text: str) -> FileIndex:
         """Add or replace a file (a known file is reparsed incrementally from its old tree)."""
+        self._pending.pop(path, None)
         old = self._sources.get(path)
         if old is not None:
             if old.text == text:
@@ -96,13 +118,15 @@ class Workspace:
     def edit_file(self, path: str, edits: Iterable[TextEdit]) -> FileIndex:
         """Apply edits to a known file, reparsing incrementally (edits in document order, positions in the
         text *before* each edit, as LSP didChange sends them)."""
-        src = self._sources[path]
+        src = self.source(path)
+        if src is None:
+            raise KeyError(path)
         for e in edits:
             src = src.edit(e.start_line, e.start_col, e.end_line, e.end_col, e.new_text)
         return self._store(path, src)
 
     def remove_file(self, path: str) -> None:
-        if self._sources.pop(path, None) is not None:
+        if self._sources.pop(path, None) is not None or self._pending.pop(path, None) is not None:
             self._indexes.pop(path, None)
             self._changed_at.pop(path, None)
             self._reindex_modules()
@@ -110,7 +134,8 @@ class Workspace:
             self._removed_at = self.generation
 
     def _put(self, path: str, src: ParsedSource) -> None:
-        is_new = path not in self._sources
+        is_new = path not in self._sources and path not in self._pending
+        self._pending.pop(path, None)
         self._sources[path] = src
         self._indexes.pop(path, None)
         if is_new:
@@ -125,25 +150,30 @@ class Workspace:
 
     def _reindex_modules(self) -> None:
         self._modules.clear()
-        for path in self._sources:
+        for path in [*self._sources, *self._pending]:
             for name in module_names(path, self.roots):
                 self._modules.setdefault(name, path)
 
     # ---- queries -------------------------------------------------------------------------------------------
     def paths(self) -> list[str]:
-        return list(self._sources)
+        return [*self._sources, *(p for p in self._pending if p not in self._sources)]
 
     def index(self, path: str) -> FileIndex | None:
         ix = self._indexes.get(path)
         if ix is None:
-            src = self._sources.get(path)
+            src = self.source(path)
             if src is None:
                 return None
             ix = self._indexes[path] = FileIndex(path, src)
         return ix
 
     def source(self, path: str) -> ParsedSource | None:
-        return self._sources.get(path)
+        src = self._sources.get(path)
+        if src is None:
+            pending = self._pending.pop(path, None)
+            if pending is not None:
+                src = self._sources[path] = parse(pending)
+        return src
 
     def lookup_module(self, module: str) -> FileIndex | None:
         path = self._modules.get(module)
@@ -153,7 +183,7 @@ class Workspace:
         return self.index(path) if path is not None else None
 
     def __contains__(self, path: object) -> bool:
-        return path in self._sources
+        return path in self._sources or path in self._pending
 
     def __len__(self) -> int:
-        return len(self._sources)
+        return len(self.paths())
