@@ -84,6 +84,7 @@ export class CodeServer {
           'window.commandCenter': false,
           'workbench.secondarySideBar.defaultVisibility': 'hidden',
           'git.enabled': false,
+          'terminal.integrated.gpuAcceleration': 'off', // DOM renderer: the test can read the terminal text
           'files.associations': { '*.log': 'log' },
         },
         null,

@@ -93,6 +93,7 @@ describe('Denpex in VS Code (code-server + Chromium)', { timeout: 900_000 }, () 
     assert.equal(now, originalText.replace('scale = y.abs().max().item()', 'scale = y.abs().max()'));
     // the error is gone from the .item() line
     await page.waitForFunction(() => document.querySelectorAll('.monaco-editor .squiggly-error').length === 0, undefined, { timeout: 20_000 });
+    await page.waitForTimeout(1000); // let the tab and explorer problem badges catch up
     await cs.screenshot('quick-fix-applied');
   });
 
@@ -126,5 +127,30 @@ describe('Denpex in VS Code (code-server + Chromium)', { timeout: 900_000 }, () 
     await report.locator('#frames').scrollIntoViewIfNeeded();
     await page.waitForTimeout(300);
     await cs.screenshot('report-verify-frames');
+  });
+
+  it('a source frame in the report opens the workspace file at the line', { timeout: STEP_TIMEOUT }, async () => {
+    const report = page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+    // the log says /workspace/gpu/multi/a_item_capture_rank1.py; the workspace has gpu/multi/a_item_capture_rank1.py
+    await report.locator('a.frame-link').first().click();
+    await page.locator('.tab.active', { hasText: 'a_item_capture_rank1.py' }).waitFor({ timeout: 20_000 });
+    await page.locator('.statusbar-item', { hasText: /Ln 40, Col/ }).first().waitFor({ timeout: 10_000 });
+    await page.waitForTimeout(500);
+    await cs.screenshot('frame-link-opened');
+  });
+
+  it('the Run in terminal button runs the verification command in a terminal', { timeout: STEP_TIMEOUT }, async () => {
+    await page.locator('.tab', { hasText: 'Denpex: DPX101 (rank 1)' }).click();
+    const report = page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+    const input = report.locator('#verify-command');
+    await input.waitFor();
+    // a user would point it at their script; keep it harmless here
+    await input.fill('denpex --version');
+    await report.locator('#run-verify').click();
+    await page.locator('.terminal-tab, .single-terminal-tab, .tabs-container .terminal-tabs-entry', { hasText: 'Denpex: verify' }).first().waitFor({ timeout: 20_000 }).catch(() => undefined);
+    const rows = page.locator('.terminal .xterm-rows');
+    await rows.first().waitFor({ timeout: 20_000 });
+    await page.waitForFunction(() => /denpex \d+\.\d+/.test(document.querySelector('.terminal .xterm-rows')?.textContent ?? ''), undefined, { timeout: 30_000 });
+    await cs.screenshot('verify-in-terminal');
   });
 });
