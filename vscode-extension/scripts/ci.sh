@@ -14,6 +14,20 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 step() { printf '\n=== [%ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
 
+step "prerequisites"
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+  echo "ci.sh: Node.js 20 or newer is needed (found: $(node --version 2>/dev/null || echo none))" >&2
+  exit 2
+fi
+# bundle-python.sh runs `python3 -m pip wheel` and `pip install --target` (PEP 668 does not apply to --target)
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+fi
+python3 -c 'import sys; assert sys.version_info >= (3, 10), sys.version' || { echo "ci.sh: python3 >= 3.10 needed" >&2; exit 2; }
+
 step "npm ci"
 npm ci --no-audit --no-fund --loglevel=error
 
