@@ -156,7 +156,7 @@ def main() -> int:
     if tf is None:
         rows.append(("torchfix", None, why))
     else:
-        t, note = timed([*tf, str(tree)], reps=1)
+        t, note = timed([*tf, str(tree)], reps=2)
         rows.append(("torchfix", t, note))
     base = rows[0][1]
     print(f"\n{'tool':<28} {'seconds':>9} {'lines/s':>12} {'denpex speed-up':>16}  note")

@@ -81,3 +81,21 @@ def test_every_fix_is_valid_and_local(src: str) -> None:
                 start = sum(len(x) + 1 for x in lines[: e.start_line]) + e.start_col
                 end = sum(len(x) + 1 for x in lines[: e.end_line]) + e.end_col
                 assert out == src[:start] + e.new_text + src[end:]
+
+
+MUTATIONS = ["\ud800", "\x00", "x" * 300, "(", ")", ":", "\n    ", "é", "with torch.cuda.graph(g):\n", "'''", "\\", "\t"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(MUTATIONS), st.integers(0, 30)),
+                            min_size=1, max_size=6))
+def test_broken_text_never_raises(src: str, muts: list[tuple[int, str, int]]) -> None:
+    """Half-typed code (lone surrogates, NULs, unbalanced brackets) never makes the analyser raise, and
+    every fix it still offers applies cleanly."""
+    text = src
+    for pos, ins, cut in muts:
+        p = pos % (len(text) + 1)
+        text = text[:p] + ins + text[p + cut:]
+    for f in analyse_source(text, "m.py"):
+        for fx in (*f.fixes, *([f.suppression] if f.suppression else [])):
+            apply_edits(text, fx.edits)

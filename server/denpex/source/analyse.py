@@ -260,7 +260,7 @@ class Document:
         src = self.src
         s = src.byte_offset(e.start_line, e.start_col)
         t = src.byte_offset(e.end_line, e.end_col)
-        old_text = src.data[s:t].decode("utf-8", "replace")
+        old_text = src.data[s:t].decode("utf-8", "surrogatepass")
         if any(w in old_text or w in e.new_text for w in _LOCAL_EDIT_BLOCKERS):
             return False
         node = src.root.descendant_for_byte_range(s, max(s, t))

@@ -146,6 +146,10 @@ def fix(title: str, safety: Safety, edits: Iterable[TextEdit] | None) -> Fix | N
     es = tuple(sorted(edits))
     if not es:
         return None
+    for i in range(1, len(es)):
+        prev, cur = es[i - 1], es[i]
+        if (cur.start_line, cur.start_col) < (prev.end_line, prev.end_col):
+            return None  # overlapping edits: the code is too unusual for a clean fix
     return Fix(title, safety, es)
 
 

@@ -1084,7 +1084,9 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None
 def _scalar_fix(region: CaptureRegion, name: str, read: Node, later: list[Node]) -> Fix | None:
     ix = region.ix
     assign, _scope, _p = ix.lookup(name, region.anchor)
-    if assign is None or assign.value is None or assign.stmt.type != "assignment":
+    if assign is None or assign.value is None or assign.stmt.type != "assignment" or (
+        assign.start_byte >= region.anchor.start_byte or any(n.id == assign.stmt.id for n in later)
+    ):
         return None
     t = F.torch_alias(ix)
     edits = [F.replace_node(ix, assign.value, f'{t}.full((), {ix.text(assign.value)}, device="cuda")')]

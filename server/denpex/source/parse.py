@@ -73,21 +73,21 @@ class ParsedSource:
         return self.tree.root_node
 
     def node_text(self, node: Node) -> str:
-        return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass")
 
     def line_text(self, row: int) -> str:
         if row >= len(self.line_starts):
             return ""
         start = self.line_starts[row]
         end = self.line_starts[row + 1] - 1 if row + 1 < len(self.line_starts) else len(self.data)
-        return self.data[start:end].decode("utf-8", "replace").rstrip("\r")
+        return self.data[start:end].decode("utf-8", "surrogatepass").rstrip("\r")
 
     def col(self, row: int, byte_col: int) -> int:
         """Code-point column of a byte column on a row."""
         if self.ascii or row >= len(self.line_starts):
             return byte_col
         start = self.line_starts[row]
-        return len(self.data[start : start + byte_col].decode("utf-8", "replace"))
+        return len(self.data[start : start + byte_col].decode("utf-8", "surrogatepass"))
 
     def byte_offset(self, row: int, col: int) -> int:
         """Byte offset of a (row, code-point column) position."""
@@ -97,7 +97,7 @@ class ParsedSource:
         if self.ascii:
             return start + col
         line = self.line_text(row)
-        return start + len(line[:col].encode("utf-8"))
+        return start + len(line[:col].encode("utf-8", "surrogatepass"))
 
     def start(self, node: Node) -> tuple[int, int]:
         row, bcol = node.start_point
@@ -116,7 +116,7 @@ class ParsedSource:
         """A new ParsedSource after replacing a range, reparsed incrementally from this tree."""
         start_b = self.byte_offset(start_line, start_col)
         end_b = self.byte_offset(end_line, end_col)
-        new_bytes = new_text.encode("utf-8")
+        new_bytes = new_text.encode("utf-8", "surrogatepass")
         data = self.data[:start_b] + new_bytes + self.data[end_b:]
         new_end_b = start_b + len(new_bytes)
         # points in bytes
@@ -135,7 +135,7 @@ class ParsedSource:
             new_end_point=new_end_point,
         )
         new_tree = _parser().parse(data, tree)
-        text = data.decode("utf-8", "replace")
+        text = data.decode("utf-8", "surrogatepass")
         return ParsedSource(text, data, new_tree, _line_starts(data), data.isascii())
 
     def _ls(self, row: int) -> int:
