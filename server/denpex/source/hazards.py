@@ -132,9 +132,9 @@ class CaptureWalker:
                severity: Severity | None = None, message: str | None = None) -> None:
         fx = [f for f in (fixes or []) if f is not None]
         if frame.ix is not self.region.ix:
-            fx = [f for f in fx if f.title.startswith(("Skip it", "Keep the value", "Compute both", "Select on",
+            fx = [f for f in fx if f.title.startswith(("Skip it", "Static buffer:", "Compute both", "Select on",
                                                        "Mask on", "Write the scalar", "Use ", "Fork the",
-                                                       "Join the", "Create the optimizer", "Keep the learning"))]
+                                                       "Join the", "Create the optimizer"))]
         elif hazard not in ("empty-cache", "pinned-nonblocking-copy", "default-generator-rng", "rng-state-get"):
             fb = eager_fallback(self.region)
             if fb is not None:
@@ -346,12 +346,12 @@ class CaptureWalker:
         rk = self.kind(recv, frame) if recv is not None else None
         args = positional(call)
         if meth == "item" and not args and (rk is None or rk.cat in ("tensor", "unknown", "param")):
-            drop = F.fix("Keep the value on the device (drop .item())", "unsafe",
+            drop = F.fix("Static buffer: keep the value on the device as a 0-dim tensor (drop .item())", "unsafe",
                          [TextEdit(*ix.src.end(recv), *ix.src.end(call), "")]) if recv is not None else None
             self.report("item-call", call, frame, [drop, self._move_after_replay(stmt, frame, direct)])
         elif q in ("float", "int", "bool", "complex") and len(args) == 1 and self.tensorish(args[0], frame):
             self.report("host-scalar-conversion", call, frame, [
-                F.fix(f"Keep the value on the device (drop {q}())", "unsafe", [F.replace_node(ix, call, ix.text(args[0]))]),
+                F.fix(f"Static buffer: keep the value on the device as a 0-dim tensor (drop {q}())", "unsafe", [F.replace_node(ix, call, ix.text(args[0]))]),
             ])
         elif q in ("torch.equal", "torch.allclose", "torch.is_nonzero") or (meth == "is_nonzero" and rk is not None and rk.tensor):
             self.report("host-scalar-conversion", call, frame)
@@ -478,7 +478,7 @@ class CaptureWalker:
         if lr is not None and ix.kind(lr).cat == "scalar" and _has_scheduler(ix, recv):
             new = f'{F.torch_alias(ix)}.tensor({ix.text(lr)}, device="cuda")'
             self.report("capturable-float-lr", lr, frame,
-                        [F.fix("Keep the learning rate in a 0-dim CUDA tensor", "unsafe", [F.replace_node(ix, lr, new)])])
+                        [F.fix("Static buffer: keep the learning rate in a 0-dim CUDA tensor", "unsafe", [F.replace_node(ix, lr, new)])])
 
     def _check_lazy_init(self, call: Node, f: Node, q: str | None, frame: Frame) -> None:
         if self.region.kind not in ("graph", "wrapper", "capture_begin"):
@@ -1043,7 +1043,7 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None
         name = ix.text(left)
         k = ix.kind(inputs[name])
         if k.cat in ("tensor", "unknown") and ix.kind(left).cat != "scalar":
-            fx = F.fix("Copy into the captured tensor instead of rebinding the name", "unsafe",
+            fx = F.fix(f"Static buffer: {name}.copy_(...) into the captured tensor instead of rebinding {name}", "unsafe",
                        [F.replace_node(ix, n, f"{name}.copy_({ix.text(right)})")])
             sink(Hit("static-input-rebound", ix, n, region, (), [f for f in [fx] if f]))
     for n in mine(caps.get("alias", [])):
@@ -1102,7 +1102,7 @@ def _scalar_fix(region: CaptureRegion, name: str, read: Node, later: list[Node])
             if meth is None:
                 return None
             edits.append(F.replace_node(ix, n, f"{name}.{meth}({ix.text(right)})"))
-    return F.fix("Keep the scalar in a 0-dim device tensor and update it with fill_()", "unsafe", edits)
+    return F.fix("Static buffer: keep the scalar in a 0-dim device tensor and update it in place (fill_())", "unsafe", edits)
 
 
 def _check_shape(region: CaptureRegion, call: Node, dst: Node, src: Node, sink: Sink) -> None:

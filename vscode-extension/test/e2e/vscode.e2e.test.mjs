@@ -79,7 +79,7 @@ describe('Denpex in VS Code (code-server + Chromium)', { timeout: 900_000 }, () 
     assert.ok(titles.some((t) => /keep the value on the device|static/i.test(t)), `device/static-buffer fix offered: ${titles.join(' | ')}`);
     assert.ok(titles.some((t) => /eager fallback/i.test(t)), `eager fallback offered: ${titles.join(' | ')}`);
     await cs.screenshot('quick-fix-menu');
-    // apply "Keep the value on the device (drop .item())": walk the menu with the keyboard as a user would
+    // apply "Static buffer: keep the value on the device ... (drop .item())": walk the menu with the keyboard as a user would
     for (let i = 0; i < 8; i++) {
       const focused = (await menu.locator('.monaco-list-row.focused').first().getAttribute('aria-label')) ?? '';
       if (/keep the value on the device|static/i.test(focused)) break;
