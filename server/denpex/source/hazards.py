@@ -689,7 +689,7 @@ class CaptureWalker:
     # ---- generators --------------------------------------------------------------------------------------
     def _generator_registered(self, ix: FileIndex, gen: Node) -> bool:
         name = ix.text(gen)
-        return f"register_generator_state({name})" in ix.src.text.replace(" ", "")
+        return f"register_generator_state({name})" in ix.spaceless_text
 
     def _register_generator_fix(self, ix: FileIndex, gen: Node) -> Fix | None:
         r = self.region
@@ -913,9 +913,9 @@ def _logging_level_low(ix: FileIndex) -> bool:
 
 
 def _fresh_name(ix: FileIndex, base: str) -> str:
-    text = ix.src.text
-    if base not in text:
+    if not ix.has(base.encode()):
         return base
+    text = ix.src.text
     i = 2
     while f"{base}{i}" in text:
         i += 1
@@ -1253,7 +1253,6 @@ def _compile_outputs(region: CaptureRegion, sink: Sink) -> None:
 def _region_settings(region: CaptureRegion, sink: Sink) -> None:
     """Settings around a capture that break it: autocast cache, cudaMallocAsync, pinning threads."""
     ix = region.ix
-    data = ix.src.data
     if region.kind == "graphed_callables":
         p = region.site.parent
         while p is not None:
@@ -1284,12 +1283,12 @@ def _region_settings(region: CaptureRegion, sink: Sink) -> None:
             if p.type in ("function_definition", "module"):
                 break
             p = p.parent
-    if region.kind == "compile" and b"cudaMallocAsync" in data:
+    if region.kind == "compile" and ix.has(b"cudaMallocAsync"):
         for n in run_query("(string) @s", ix.src.root).get("s", []):
             if "cudaMallocAsync" in ix.text(n) and "backend" in ix.text(n):
                 sink(Hit("cudamallocasync-with-cudagraphs", ix, n, region))
                 break
-    if region.kind in ("graph", "wrapper") and b"pin_memory=True" in data and (b"Thread(" in data or b"threading" in data):
+    if region.kind in ("graph", "wrapper") and ix.has(b"pin_memory=True") and (ix.has(b"Thread(") or ix.has(b"threading")):
         mode = kwarg(ix, region.site, "capture_error_mode")
         if mode is None or "global" in ix.text(mode) or (mode.type == "identifier" and "thread_local" not in ix.text(mode)
                                                          and "global" in _value_text(ix, mode)):

@@ -1,31 +1,88 @@
 """Per-file index: functions, classes, scopes and a light kind inference ("is this a CUDA tensor?").
 
-The index is rebuilt on every parse (queries run in C, so this is cheap); scopes are built lazily, only for
+The index is rebuilt on every parse (its starting nodes are found from keyword tokens, see `file_nodes`); scopes
+are built lazily, only for
 the functions that capture regions reach.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
 from denpex.source.names import ImportMap, build_imports, dotted_of, qualname
-from denpex.source.parse import ParsedSource, run_query, strip_parens
+from denpex.source.parse import ParsedSource, strip_parens, tokens
 
-_FILE_QUERY = """
-(function_definition) @fn
-(class_definition) @cls
-(import_statement) @imp
-(import_from_statement) @from
-(with_statement) @with
-(call function: (attribute attribute: (identifier) @meth) (#eq? @meth "capture_begin")) @begin
-(call function: [(identifier) @cname (attribute attribute: (identifier) @cname)]
-  (#any-of? @cname "make_graphed_callables" "compile")) @call
-(assignment left: (attribute) @cfg_left right: (true)) @cfg
-(decorator) @dec
-(return_statement (call) @retcall)
-"""
+
+def _child_is(parent: Node | None, field_name: str, node: Node) -> bool:
+    if parent is None:
+        return False
+    c = parent.child_by_field_name(field_name)
+    return c is not None and c.id == node.id
+
+
+def file_nodes(src: ParsedSource) -> dict[str, list[Node]]:
+    """The nodes the index and the region finder start from, by name (each list in document order):
+    fn, cls, imp, from, with, dec (decorators), begin (`x.capture_begin(...)` calls), call (calls of
+    `make_graphed_callables` / `compile`, plain or as a method), cfg_left (the attribute of an
+    `... .cudagraphs = True` assignment) and retcall (a call returned directly).
+
+    Found from their keyword or name tokens (a text search plus a tree lookup each) rather than a walk over
+    every node of the file: the same nodes a query for those patterns returns, at a fraction of the cost."""
+    out: dict[str, list[Node]] = {k: [] for k in ("fn", "cls", "imp", "from", "with", "dec", "begin", "call",
+                                                  "cfg_left", "retcall")}
+    for kw, parent_type, name in (("def", "function_definition", "fn"), ("class", "class_definition", "cls"),
+                                  ("with", "with_statement", "with"), ("@", "decorator", "dec")):
+        lst = out[name]
+        for tok in tokens(src, kw):
+            p = tok.parent
+            if p is not None and p.type == parent_type:
+                lst.append(p)
+    for tok in tokens(src, "import"):
+        p = tok.parent
+        if p is not None:
+            if p.type == "import_statement":
+                out["imp"].append(p)
+            elif p.type == "import_from_statement":
+                out["from"].append(p)
+    calls: list[Node] = []
+    for word in ("make_graphed_callables", "compile"):
+        for tok in tokens(src, word, "identifier"):
+            p = tok.parent
+            if p is not None and p.type == "call" and _child_is(p, "function", tok):
+                calls.append(p)
+            elif p is not None and p.type == "attribute" and _child_is(p, "attribute", tok) and _child_is(p.parent, "function", p):
+                assert p.parent is not None
+                if p.parent.type == "call":
+                    calls.append(p.parent)
+    out["call"] = sorted(calls, key=lambda n: n.start_byte)
+    for tok in tokens(src, "capture_begin", "identifier"):
+        p = tok.parent
+        if p is not None and p.type == "attribute" and _child_is(p, "attribute", tok) and _child_is(p.parent, "function", p):
+            assert p.parent is not None
+            if p.parent.type == "call":
+                out["begin"].append(p.parent)
+    for tok in tokens(src, "cudagraphs", "identifier"):
+        p = tok.parent
+        if p is not None and p.type == "attribute" and _child_is(p, "attribute", tok):
+            a = p.parent
+            if a is not None and a.type == "assignment" and _child_is(a, "left", p):
+                right = a.child_by_field_name("right")
+                if right is not None and right.type == "true":
+                    out["cfg_left"].append(p)
+    if b"graph" in src.data:  # only the wrapper finder reads returned calls, and only in files naming graph
+        for tok in tokens(src, "return"):
+            p = tok.parent
+            if p is not None and p.type == "return_statement":
+                out["retcall"].extend(c for c in p.named_children if c.type == "call")
+    for name in ("fn", "cls", "with", "dec"):
+        lst = out[name]
+        if any(lst[i].start_byte < lst[i - 1].start_byte for i in range(1, len(lst))):
+            lst.sort(key=lambda n: n.start_byte)
+    return out
+
 
 TENSOR_FACTORIES = frozenset(
     ["randn", "rand", "randint", "randperm", "zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace", "logspace", "eye", "cat", "concat", "stack", "where", "from_numpy", "normal", "bernoulli", "multinomial", "masked_fill", "index_select", "gather", "matmul", "mm", "bmm", "addmm", "einsum", "sin", "cos", "exp", "log", "sqrt", "abs", "sum", "mean", "max", "min", "softmax", "sigmoid", "tanh", "relu", "clamp", "flatten", "reshape", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "nonzero_static", "lerp", "addcmul", "addcdiv", "linear"]
@@ -68,8 +125,16 @@ class FuncInfo:
     name: str
     node: Node  # function_definition
     class_name: str | None
-    params: list[str]
     decorators: list[Node]
+    src: ParsedSource = field(repr=False, compare=False)
+    _params: list[str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def params(self) -> list[str]:
+        """Parameter names (computed on first use: most functions of a file are never called from a capture)."""
+        if self._params is None:
+            self._params = _params(self.src, self.node)
+        return self._params
 
     @property
     def body(self) -> Node | None:
@@ -122,7 +187,7 @@ class FileIndex:
     def __init__(self, path: str, src: ParsedSource) -> None:
         self.path = path
         self.src = src
-        self.caps: dict[str, list[Node]] = run_query(_FILE_QUERY, src.root)
+        self.caps: dict[str, list[Node]] = file_nodes(src)
         self.imports: ImportMap = build_imports(src, self.caps)
         self.functions: list[FuncInfo] = []
         self.by_node: dict[int, FuncInfo] = {}
@@ -158,7 +223,7 @@ class FileIndex:
             if container is not None and container.type == "class_definition":
                 cn = container.child_by_field_name("name")
                 class_name = src.node_text(cn) if cn is not None else None
-            info = FuncInfo(src.node_text(name_node), fn, class_name, _params(src, fn), decorators)
+            info = FuncInfo(src.node_text(name_node), fn, class_name, decorators, src)
             self.functions.append(info)
             self.by_node[fn.id] = info
             if class_name is not None:
@@ -168,6 +233,22 @@ class FileIndex:
             elif container is not None and container.type == "module":
                 self.module_funcs[info.name] = info
         self._self_attrs_done = False
+        self._has: dict[bytes, bool] = {}
+        self._spaceless: str | None = None
+
+    def has(self, word: bytes) -> bool:
+        """`word in` the file's bytes, remembered (detectors ask the same questions for every region)."""
+        found = self._has.get(word)
+        if found is None:
+            found = self._has[word] = word in self.src.data
+        return found
+
+    @property
+    def spaceless_text(self) -> str:
+        """The file's text without spaces, computed once."""
+        if self._spaceless is None:
+            self._spaceless = self.src.text.replace(" ", "")
+        return self._spaceless
 
     # ---- names -------------------------------------------------------------------------------------------
     def qualname(self, node: Node) -> str | None:
@@ -200,7 +281,7 @@ class FileIndex:
                 body = m.body
                 if body is None:
                     continue
-                for n in _iter_scope_nodes(body):
+                for n in _iter_scope_nodes(body, self.src.data):
                     if n.type == "assignment":
                         left = n.child_by_field_name("left")
                         right = n.child_by_field_name("right")
@@ -235,7 +316,7 @@ class FileIndex:
         else:
             body = owner
         if body is not None:
-            for n in _iter_scope_nodes(body):
+            for n in _iter_scope_nodes(body, self.src.data):
                 t = n.type
                 if t == "assignment":
                     left = n.child_by_field_name("left")
@@ -505,19 +586,29 @@ def _last_before(assigns: list[Assign], at: Node) -> Assign:
     return before[-1] if before else assigns[-1]
 
 
-def _iter_scope_nodes(body: Node) -> list[Node]:
-    """Nodes of a scope's body, not descending into nested functions, classes or lambdas."""
+_SCOPE_TYPES = frozenset({"assignment", "augmented_assignment", "for_statement", "for_in_clause", "global_statement",
+                          "nonlocal_statement"})
+_SCOPE_SKIP = frozenset({"function_definition", "class_definition", "lambda", "decorated_definition", "string", "comment",
+                         "integer", "float", "identifier"})
+# every node of _SCOPE_TYPES spells one of these (an annotation-only assignment `x: int` has its colon)
+_MAY_BIND = re.compile(rb"=|for|global|nonlocal|:")
+
+
+def _iter_scope_nodes(body: Node, data: bytes) -> list[Node]:
+    """The binding nodes of a scope's body (assignments, augmented assignments, for loops and comprehension
+    clauses, global/nonlocal) in document order, not descending into nested functions, classes or lambdas,
+    nor into subtrees whose text cannot hold a binding."""
     out: list[Node] = []
     stack = [body]
+    search = _MAY_BIND.search
     while stack:
         n = stack.pop()
-        out.append(n)
-        for c in reversed(n.children):
-            if c.type in ("function_definition", "class_definition", "lambda", "decorated_definition"):
+        if n.type in _SCOPE_TYPES:
+            out.append(n)
+        for c in reversed(n.named_children):
+            if c.type in _SCOPE_SKIP or search(data, c.start_byte, c.end_byte) is None:
                 continue
-            if c.is_named and c.type not in ("string", "comment", "integer", "float", "identifier"):
-                stack.append(c)
-    out.sort(key=lambda n: n.start_byte)
+            stack.append(c)
     return out
 
 

@@ -6,6 +6,7 @@ A `ParsedSource` keeps the text, its UTF-8 bytes, the tree and the line table. T
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -146,6 +147,32 @@ def parse(text: str) -> ParsedSource:
     data = text.encode("utf-8", "surrogatepass")
     tree = _parser().parse(data)
     return ParsedSource(text, data, tree, _line_starts(data), data.isascii())
+
+
+@cache
+def _word_re(word: bytes) -> re.Pattern[bytes]:
+    # a literal followed by \b is much faster than one wrapped in \b...\b; the node check does the rest
+    return re.compile(re.escape(word) + (rb"\b" if word[-1:].isalnum() or word[-1:] == b"_" else b""))
+
+
+def tokens(src: ParsedSource, word: str, node_type: str | None = None) -> list[Node]:
+    """The leaf nodes spelled exactly `word` (a keyword, an identifier, an operator), in document order,
+    found by a text search and a lookup in the tree instead of a walk over every node. `node_type` is the
+    expected type (default: `word` itself, i.e. a keyword/operator token); occurrences inside strings,
+    comments or longer names are dropped because the node found there is not that token."""
+    want = node_type or word
+    w = word.encode()
+    if w not in src.data:
+        return []
+    find = src.root.descendant_for_byte_range
+    n = len(w)
+    out: list[Node] = []
+    for m in _word_re(w).finditer(src.data):
+        s = m.start()
+        node = find(s, s + n)
+        if node is not None and node.type == want and node.start_byte == s and node.end_byte == s + n:
+            out.append(node)
+    return out
 
 
 def walk(node: Node) -> Iterator[Node]:

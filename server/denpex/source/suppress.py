@@ -12,7 +12,7 @@ import re
 from tree_sitter import Node
 
 from denpex.source.model import Fix, TextEdit
-from denpex.source.parse import ParsedSource, run_query
+from denpex.source.parse import ParsedSource
 
 _IGNORE = re.compile(r"#\s*denpex:\s*ignore(?:\[([^\]]*)\])?", re.IGNORECASE)
 ALL = "*"
@@ -40,7 +40,17 @@ def _comments(src: ParsedSource) -> list[Node]:
     cached = _COMMENTS.get(id(src))
     if cached is not None and cached[0] is src:
         return cached[1]
-    found = [c for c in run_query("(comment) @c", src.root).get("c", []) if b"denpex" in src.data[c.start_byte : c.end_byte]]
+    found: list[Node] = []
+    seen: set[int] = set()
+    data = src.data
+    find = src.root.descendant_for_byte_range
+    i = data.find(b"denpex")
+    while i >= 0:  # the comments that mention denpex, found from the text rather than by a walk of the tree
+        node = find(i, i + 6)
+        if node is not None and node.type == "comment" and node.id not in seen:
+            seen.add(node.id)
+            found.append(node)
+        i = data.find(b"denpex", i + 6)
     if len(_COMMENTS) > 64:
         _COMMENTS.clear()
     _COMMENTS[id(src)] = (src, found)
@@ -55,9 +65,7 @@ def is_suppressed(table: dict[int, set[str]], line: int, rule_id: str, code: str
 
 
 def _comment_on(src: ParsedSource, line: int) -> Node | None:
-    if b"denpex" not in src.data:
-        return None
-    for c in _comments(src):
+    for c in _comments(src):  # remembered per source: no rescan of the text for each finding
         if c.start_point[0] == line and _IGNORE.search(src.node_text(c)):
             return c
     return None
