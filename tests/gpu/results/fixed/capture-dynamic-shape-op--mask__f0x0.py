@@ -1,0 +1,21 @@
+# capture-dynamic-shape-op (variant): boolean-mask indexing x[mask] inside capture.
+import os
+
+import torch
+
+torch.manual_seed(0)
+x = torch.randn(4096, device="cuda")
+new = torch.randn(4096, device="cuda")
+
+if os.environ.get("DENPEX_EAGER") == "1":
+    out = new[new > 0].sum()
+    print("RESULT:", out.item())
+    raise SystemExit(0)
+
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    out = torch.where(x > 0, x, torch.zeros_like(x)).sum()
+x.copy_(new)
+g.replay()
+torch.cuda.synchronize()
+print("RESULT:", out.item())

@@ -1,0 +1,25 @@
+# capture-print-tensor: print(tensor) inside capture (repr needs the values on the host).
+import os
+
+import torch
+
+torch.manual_seed(0)
+x = torch.randn(16, device="cuda")
+new = torch.randn(16, device="cuda")
+
+if os.environ.get("DENPEX_EAGER") == "1":
+    y = new * 2
+    out = y + 1
+    print("RESULT:", *out.tolist())
+    raise SystemExit(0)
+
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    y = x * 2
+    if not torch.cuda.is_current_stream_capturing():
+        print(y)
+    out = y + 1
+x.copy_(new)
+g.replay()
+torch.cuda.synchronize()
+print("RESULT:", *out.tolist())
