@@ -318,6 +318,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
             verdict.notes.insert(0, "Only a launcher or wrapper report was found; it names no cause.")
 
     if verdict is not None:
+        _infer_missing_rank(verdict, c)
         _add_weak_hints(verdict, c, findings)
         verdict.fingerprint = _fingerprint(verdict, context_f)
         texts = [head.decode("utf-8", errors="replace")] + [t for _n, t in verdict.context]
@@ -420,6 +421,31 @@ def _torchrun_root_cause_rank(v: Verdict, c: _Collector) -> int | None:
     return c.root_cause_ranks[0] if c.root_cause_ranks else None
 
 
+def _infer_missing_rank(v: Verdict, c: _Collector) -> None:
+    """An unprefixed traceback (traceback.print_exc(), a bare stderr) gets the rank that the NCCL
+    sequence numbers single out: the one rank that never enqueued the collective the others hung on."""
+    who = v.finding.who
+    if who.rank is not None or who.local_rank is not None:
+        return
+    suspects = _suspect_ranks(c)
+    if len(suspects) != 1:
+        return
+    seq = min(c.timed_out_seq.values())
+    rank = suspects[0]
+    v.finding.who = Attribution(
+        rank=rank, node=who.node, process=who.process, device=who.device,
+        evidence=[*who.evidence,
+                  f"inferred: rank {rank}'s last enqueued NCCL work ({c.last_enqueued[rank]}) is below "
+                  f"SeqNum={seq}, which the other ranks timed out on"],
+    )
+    v.suspects = suspects
+    v.notes.append(
+        f"The failing traceback carries no rank prefix; rank {rank} is inferred from the NCCL sequence "
+        f"numbers (it never enqueued collective {seq}). Print tracebacks through the logger torch "
+        "installs (or run torchrun with --tee 3) to get a prefix."
+    )
+
+
 def _suspect_ranks(c: _Collector) -> list[int]:
     if not c.timed_out_seq:
         return []
@@ -435,7 +461,7 @@ def _fold(findings: list[Finding]) -> list[str]:
     for rule, fs in by_rule.items():
         ranks = sorted({r for f in fs for r in f.ranks})
         count = sum(f.count for f in fs)
-        who = f"ranks {_ranges(ranks)}: " if ranks else ""
+        who = (f"rank {ranks[0]}: " if len(ranks) == 1 else f"ranks {_ranges(ranks)}: ") if ranks else ""
         out.append(f"{who}{count}x {rule}")
     return out
 
