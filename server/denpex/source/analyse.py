@@ -163,7 +163,13 @@ def analyse_source(text: str, path: str, *, config: ScanConfig | None = None, wo
     """Findings in one file (see the module docstring)."""
     key = (path, id(workspace))
     doc = _DOCS.get(key)
-    if doc is None or (workspace is not None and workspace.source(path) not in (None, doc.src)):
+    ws_src = workspace.source(path) if workspace is not None and doc is not None else None
+    if doc is not None and ws_src is not None and ws_src is not doc.src and ws_src.text == text:
+        # the workspace already re-parsed this file incrementally (the language server's didChange): take its
+        # tree instead of parsing again, and carry the findings of unchanged code across the edit
+        edit = diff_edit(doc.text, text)
+        doc.advance(ws_src, TextEdit(*edit) if edit is not None else None)
+    elif doc is None or (ws_src is not None and ws_src is not doc.src and ws_src != doc.src):
         doc = Document(path, text)
         if len(_DOCS) >= 256:
             _DOCS.clear()
@@ -245,14 +251,19 @@ class Document:
 
     def apply_edits(self, edits: Sequence[TextEdit]) -> None:
         for e in edits:
+            self.advance(self.src.edit(e.start_line, e.start_col, e.end_line, e.end_col, e.new_text), e)
+
+    def advance(self, new: ParsedSource, e: TextEdit | None) -> None:
+        """Move to `new`, the current source after the one edit `e` (already parsed, e.g. by a workspace)."""
+        if e is not None:
             if self._cached is not None and not self._local(e):
                 self._cached = None
-            old = self.src
-            new = old.edit(e.start_line, e.start_col, e.end_line, e.end_col, e.new_text)
             if self._cached is not None:
-                self._cached = _shift_cached(self._cached, old, new, e)
-            self.src = new
-            self._ix = None
+                self._cached = _shift_cached(self._cached, self.src, new, e)
+        elif new.text != self.src.text:
+            self._cached = None
+        self.src = new
+        self._ix = None
 
     def _local(self, e: TextEdit) -> bool:
         cached = self._cached

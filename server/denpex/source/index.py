@@ -1,8 +1,7 @@
 """Per-file index: functions, classes, scopes and a light kind inference ("is this a CUDA tensor?").
 
-The index is rebuilt on every parse (its starting nodes are found from keyword tokens, see `file_nodes`); scopes
-are built lazily, only for
-the functions that capture regions reach.
+The index is rebuilt on every parse (its starting nodes are found from keyword tokens, see `file_nodes`);
+scopes are built lazily, only for the functions that capture regions reach.
 """
 
 from __future__ import annotations
