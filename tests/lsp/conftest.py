@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
+import pytest_lsp.client
 from lsprotocol import types
 from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -20,6 +21,20 @@ DATA = HERE / "data"
 SCENARIO = WORKSPACE / "gpu" / "scenarios" / "01_item_in_capture.py"
 SERVER = [sys.executable, "-m", "denpex", "serve"]
 PROFILES = ["visual-studio-code", "neovim@v0.7"]
+
+
+_default_publish = pytest_lsp.client.DEFAULT_CLIENT_FEATURES[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+
+def _record_publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+    # Every publish is kept in order, so a test never misses one that arrived before it started
+    # waiting (a race under load when waiting on the notification itself).
+    log: list[types.PublishDiagnosticsParams] = client.__dict__.setdefault("published_log", [])
+    log.append(params)
+    _default_publish(client, params)
+
+
+pytest_lsp.client.DEFAULT_CLIENT_FEATURES[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _record_publish
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -79,16 +94,21 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  #
 
 async def wait_diagnostics(client: LanguageClient, doc_uri: str, version: int | None = None,
                            timeout: float = 20.0) -> list[types.Diagnostic]:
-    """The next diagnostics published for `doc_uri` (at `version`, when given)."""
+    """The first diagnostics for `doc_uri` (at `version`, when given) published after this call.
 
-    async def loop() -> list[types.Diagnostic]:
-        while True:
-            params: types.PublishDiagnosticsParams = await client.wait_for_notification(
-                types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    The position in the publish log is taken before the first await, so a publish that the
+    client's reader handles while this coroutine is being scheduled is still seen.
+    """
+    log: list[types.PublishDiagnosticsParams] = client.__dict__.setdefault("published_log", [])
+    start = len(log)
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        for params in log[start:]:
             if params.uri == doc_uri and (version is None or params.version == version):
                 return list(params.diagnostics)
-
-    return await asyncio.wait_for(loop(), timeout)
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"no diagnostics for {doc_uri} (version {version}) within {timeout} s")
+        await asyncio.sleep(0.01)
 
 
 def open_doc(client: LanguageClient, path: Path, text: str | None = None, language: str = "python",
