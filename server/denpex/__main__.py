@@ -1,12 +1,12 @@
 import os
 import sys
 
-# `python -m denpex` puts the working directory first on sys.path, and editors start `denpex serve`
-# in the workspace: a workspace file named yaml.py, regex.py, pygls.py ... would be imported (run) in
-# place of the library. Only the `denpex` package itself is already imported at this point.
-if sys.path and os.path.abspath(sys.path[0] or os.curdir) == os.getcwd():
-    del sys.path[0]
+# `python -m denpex` puts the working directory first on sys.path (so does an empty PYTHONPATH entry,
+# e.g. a trailing colon), and editors start `denpex serve` in the workspace: a workspace file named
+# yaml.py, regex.py, pygls.py ... would be imported (run) in place of the library. Only the `denpex`
+# package itself is already imported at this point.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != os.getcwd()]
 
-from denpex.cli import main
+from denpex.cli import main  # noqa: E402 - after the sys.path clean-up
 
 raise SystemExit(main())

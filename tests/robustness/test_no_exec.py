@@ -99,13 +99,15 @@ def hostile(tmp_path: Path) -> tuple[Path, Path]:
     return ws, marker
 
 
-def tripwired_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
+def tripwired_env(tmp_path: Path, trailing_colon: bool = False) -> tuple[dict[str, str], Path]:
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(TRIPWIRE)
     log = tmp_path / "trips.txt"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-           "DENPEX_TRIPWIRE_LOG": str(log)}
+    paths = [str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    if trailing_colon:  # an empty entry: the working directory, the workspace
+        paths.append("")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "DENPEX_TRIPWIRE_LOG": str(log)}
     return env, log
 
 
@@ -126,12 +128,14 @@ def test_tripwire_fires_on_connect_and_on_running_the_file(hostile: tuple[Path, 
 
 
 @pytest.mark.parametrize("args", [("scan", "."), ("scan", ".", "--format", "json"), ("scan", ".", "--format", "sarif"),
-                                  ("scan", "pkg/model.py", "train.py"), ("scan", ".", "--fix", "--unsafe-fixes")],
+                                  ("scan", "pkg/model.py", "train.py"), ("scan", ".", "--fix", "--unsafe-fixes"),
+                                  ("scan", ".", "PYTHONPATH ends with ':'")],
                          ids=lambda a: " ".join(a))
 def test_scan_runs_nothing_and_connects_nowhere(hostile: tuple[Path, Path], tmp_path: Path,
                                                 args: tuple[str, ...]) -> None:
     ws, marker = hostile
-    env, log = tripwired_env(tmp_path)
+    env, log = tripwired_env(tmp_path, trailing_colon=args[-1].startswith("PYTHONPATH"))
+    args = tuple(a for a in args if not a.startswith("PYTHONPATH"))
     r = subprocess.run([sys.executable, "-m", "denpex", *args], env=env, cwd=ws, capture_output=True, timeout=120,
                        check=False)
     assert r.returncode in (0, 1), r.stderr.decode()
