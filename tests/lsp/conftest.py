@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,31 @@ async def wait_diagnostics(client: LanguageClient, doc_uri: str, version: int | 
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError(f"no diagnostics for {doc_uri} (version {version}) within {timeout} s")
         await asyncio.sleep(0.01)
+
+
+async def wait_until(client: LanguageClient, doc_uri: str,
+                     predicate: Callable[[list[types.Diagnostic]], bool], timeout: float = 20.0,
+                     settle: float = 0.3) -> list[types.Diagnostic]:
+    """Diagnostics for `doc_uri` once the latest publish after this call satisfies `predicate`
+    and stays that way for `settle` seconds (a publish the server sent before it read our last
+    message may still arrive first; the final state is what a user sees)."""
+    log: list[types.PublishDiagnosticsParams] = client.__dict__.setdefault("published_log", [])
+    start = len(log)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    ok_since: float | None = None
+    while loop.time() < deadline:
+        mine = [p for p in log[start:] if p.uri == doc_uri]
+        if mine and predicate(list(mine[-1].diagnostics)):
+            ok_since = ok_since if ok_since is not None else loop.time()
+            if loop.time() - ok_since >= settle:
+                return list(mine[-1].diagnostics)
+        else:
+            ok_since = None
+        await asyncio.sleep(0.01)
+    mine = [p for p in log[start:] if p.uri == doc_uri]
+    raise TimeoutError(f"diagnostics for {doc_uri} never settled on the expected state: "
+                       f"{[list(p.diagnostics) for p in mine][-2:]}")
 
 
 def open_doc(client: LanguageClient, path: Path, text: str | None = None, language: str = "python",

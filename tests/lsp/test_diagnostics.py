@@ -6,7 +6,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from conftest import SCENARIO, WORKSPACE, open_doc, replace_all, wait_diagnostics
+from conftest import SCENARIO, WORKSPACE, open_doc, replace_all, wait_diagnostics, wait_until
 
 ITEM_LINE = 8  # 0-based: `scale = y.abs().max().item()` in 01_item_in_capture.py
 CAPTURE_LINE = 20  # `with torch.cuda.graph(g):`
@@ -75,7 +75,7 @@ async def test_close_clears_diagnostics(client: LanguageClient) -> None:
     assert await wait_diagnostics(client, doc_uri, version=1)
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=doc_uri)))
-    assert await wait_diagnostics(client, doc_uri) == []
+    assert await wait_until(client, doc_uri, lambda ds: ds == []) == []
 
 
 @pytest.mark.parametrize("run", ["onSave"])
