@@ -142,12 +142,14 @@ export class DenpexServer implements vscode.Disposable {
     this.log.info(`starting the server: ${resolved.description}`);
     this.log.info(`command: ${[resolved.command, ...resolved.args].join(' ')}`);
 
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    // Start outside the workspace: `python -m denpex` puts its working directory on sys.path, so
+    // a workspace file named like a module Denpex imports (or a `denpex/` folder) would be run.
+    // The server learns the workspace folders from `initialize`, not from its working directory.
     const serverOptions: ServerOptions = {
       command: resolved.command,
       args: resolved.args,
       transport: TransportKind.stdio,
-      options: { cwd: folder && fs.existsSync(folder) ? folder : os.homedir(), env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+      options: { cwd: os.tmpdir(), env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
     const config = vscode.workspace.getConfiguration('denpex');
     const clientOptions: LanguageClientOptions = {
