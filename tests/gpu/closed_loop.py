@@ -62,7 +62,8 @@ NOT_OBSERVABLE = {
 }
 
 # The generic fix every capture-region finding offers; reported per fix, and kept apart from the rule's own fixes
-# in "verified" because it fails the same way for every rule when the graph is replayed later.
+# in "verified" (a rule's claim should not hang on it). Until the run of 2026-11-30 02:36 it left every
+# g.replay() in place and failed for every case that replays; it now recomputes the captured code at each replay.
 EAGER_FALLBACK = "Run without CUDA-graph capture (eager fallback)"
 
 RTOL = ATOL = 1e-3

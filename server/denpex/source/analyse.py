@@ -19,6 +19,7 @@ ScanConfig (denpex.source.config), Workspace (denpex.source.workspace).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -140,7 +141,8 @@ def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_p
 
 def _analyse_index(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | None, book: RuleBook) -> list[SourceFinding]:
     ws = workspace
-    resolver = Resolver(ws.lookup_module if ws is not None else (lambda _m: None))
+    resolver = Resolver(ws.lookup_module if ws is not None else (lambda _m: None),
+                        ws.imported_elsewhere if ws is not None else None)
     wrappers = _wrapper_names(config, ws, ix)
     hits = _hits_for(ix, resolver, config, wrappers)
     if ws is not None:
@@ -186,7 +188,7 @@ def analyse_workspace(workspace: Workspace, *, config: ScanConfig | None = None,
                       rulebook: RuleBook | None = None) -> dict[str, list[SourceFinding]]:
     book = rulebook or _default_book()
     cfg = config or ScanConfig()
-    resolver = Resolver(workspace.lookup_module)
+    resolver = Resolver(workspace.lookup_module, workspace.imported_elsewhere)
     hits: list[Hit] = []
     wrappers = {w.rsplit(".", 1)[-1] for w in cfg.capture_wrappers} | set(cfg.capture_wrappers)
     for p in workspace.paths():
@@ -217,6 +219,7 @@ class _Cached:
     key: tuple[object, ...]
     findings: list[SourceFinding]
     touched: list[tuple[int, int]]
+    watched: frozenset[str] = frozenset()
 
 
 class Document:
@@ -274,6 +277,8 @@ class Document:
         old_text = src.data[s:t].decode("utf-8", "surrogatepass")
         if any(w in old_text or w in e.new_text for w in _LOCAL_EDIT_BLOCKERS):
             return False
+        if any(re.search(rf"\b{re.escape(w)}\b", old_text + "\n" + e.new_text) for w in cached.watched):
+            return False
         node = src.root.descendant_for_byte_range(s, max(s, t))
         fn = None
         while node is not None:
@@ -304,8 +309,9 @@ class Document:
             self._ix = ix
         ix = self.ix
         ix.touched.clear()
+        ix.watched.clear()
         findings = _analyse_index(ix, config=cfg, workspace=workspace, book=book)
-        self._cached = _Cached(key, findings, list(ix.touched))
+        self._cached = _Cached(key, findings, list(ix.touched), frozenset(ix.watched))
         return list(findings)
 
 
@@ -352,7 +358,7 @@ def _shift_cached(c: _Cached, old: ParsedSource, new: ParsedSource, e: TextEdit)
     except ValueError:
         return None
     touched = [(a + delta if a >= t else a, b + delta if b >= t else b) for a, b in c.touched if not (a < t and s < b)]
-    return _Cached(c.key, out, touched)
+    return _Cached(c.key, out, touched, c.watched)
 
 
 def apply_fixes(text: str, findings: Iterable[SourceFinding], *, unsafe: bool = False) -> str:

@@ -54,6 +54,8 @@ ModuleLookup = Callable[[str], "FileIndex | None"]
 @dataclass
 class Resolver:
     lookup_module: ModuleLookup
+    # (path, name) -> another file of the workspace may import `name` from `path` (and use it there)
+    imported_elsewhere: Callable[[str, str], bool] | None = None
     _calls_cache: dict[str, list[Node]] = field(default_factory=dict)
 
     # ---- entry points ------------------------------------------------------------------------------------

@@ -97,6 +97,33 @@ def delete_statement(ix: FileIndex, stmt: Node) -> TextEdit | None:
     return TextEdit(first, 0, end_line, 0, "")
 
 
+def delete_rows(ix: FileIndex, first: Node, last: Node) -> TextEdit | None:
+    """Delete the whole rows of the sibling statements first..last (one block); when they are all the block
+    holds, they become `pass`."""
+    if not owns_lines(ix, first) or not owns_lines(ix, last) or first.parent is None or first.parent != last.parent:
+        return None
+    parent = first.parent
+    siblings = [c for c in parent.named_children if c.type != "comment"]
+    inside = [c for c in siblings if first.start_byte <= c.start_byte and c.end_byte <= last.end_byte]
+    if parent.type == "block" and len(inside) == len(siblings):
+        return TextEdit(first.start_point[0], len(ix.src.indent_of(first)), *row_end(ix, last.end_point[0]), "pass")
+    if first.id == last.id:
+        return delete_statement(ix, first)
+    r0, r1 = first.start_point[0], last.end_point[0]
+    if r1 + 1 >= len(ix.src.line_starts):
+        if r0 == 0:
+            return TextEdit(r0, 0, *row_end(ix, r1), "")
+        return TextEdit(r0 - 1, len(ix.src.line_text(r0 - 1)), *row_end(ix, r1), "")
+    return TextEdit(r0, 0, r1 + 1, 0, "")
+
+
+def replace_statement_rows(ix: FileIndex, stmt: Node, text: str) -> TextEdit | None:
+    """Replace a statement's whole rows with `text` (already indented, no trailing newline)."""
+    if not owns_lines(ix, stmt) or _has_multiline_string(stmt):
+        return None
+    return TextEdit(stmt.start_point[0], 0, *row_end(ix, stmt.end_point[0]), text)
+
+
 def insert_before_statement(ix: FileIndex, stmt: Node, lines: Sequence[str]) -> TextEdit:
     indent = ix.src.indent_of(stmt)
     text = "".join(f"{indent}{ln}\n" if ln else "\n" for ln in lines)

@@ -13,14 +13,16 @@ Each report names a detector (`hazard`); the rule book maps detectors to rules (
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 from tree_sitter import Node
 
 from denpex.source import fixes as F
 from denpex.source.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
-from denpex.source.index import FileIndex, FuncInfo, Kind, kwarg, positional
+from denpex.source.index import FileIndex, FuncInfo, Kind, Scope, kwarg, positional
 from denpex.source.model import Fix, Severity, TextEdit
 from denpex.source.parse import any_of, run_query, run_query_range, strip_parens, walk
 from denpex.source.regions import CG_MODES, CaptureRegion, is_inside_stream_context
@@ -101,6 +103,10 @@ class CaptureWalker:
         self.lazy_reported: set[str] = set()
         self.region_stmt_ids = {s.id for s in region.stmts}
         self.torch = F.torch_alias(region.ix)
+        self._replays: list[Node] | None = None
+        self._replays_done = False
+        self._fallback: Fix | None = None
+        self._fallback_done = False
 
     # ---- driving -----------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -136,9 +142,11 @@ class CaptureWalker:
                                                        "Mask on", "Write the scalar", "Use ", "Fork the",
                                                        "Join the", "Create the optimizer"))]
         elif hazard not in ("empty-cache", "pinned-nonblocking-copy", "default-generator-rng", "rng-state-get"):
-            fb = eager_fallback(self.region)
-            if fb is not None:
-                fx.append(fb)
+            if not self._fallback_done:
+                self._fallback_done = True
+                self._fallback = eager_fallback(self.region, self.replays())
+            if self._fallback is not None:
+                fx.append(self._fallback)
         self.sink(Hit(hazard, frame.ix, node, self.region, frame.chain, fx, severity, message))
 
     # ---- traversal ---------------------------------------------------------------------------------------
@@ -709,18 +717,35 @@ class CaptureWalker:
         return F.fix("Skip it while capturing (guard with is_current_stream_capturing())", "safe",
                      [edit] if edit is not None else None)
 
-    def _replay_anchor(self) -> Node:
-        r = self.region
-        anchor = r.end_stmt if r.kind == "capture_begin" and r.end_stmt is not None else r.anchor
-        if r.graph_name:
-            sib = anchor.next_named_sibling
-            while sib is not None:
-                if sib.type == "expression_statement" and r.ix.text(sib).replace(" ", "").startswith(f"{r.graph_name}.replay("):
-                    return sib
-                if sib.type not in ("expression_statement", "comment"):
-                    break
-                sib = sib.next_named_sibling
-        return anchor
+    def replays(self) -> list[Node] | None:
+        """The region's `g.replay()` statements (see `graph_replays`), computed once per region."""
+        if not self._replays_done:
+            self._replays_done = True
+            self._replays = graph_replays(self.region, self.resolver)
+        return self._replays
+
+    def _after_each_replay(self, stmts: list[Node]) -> list[TextEdit] | None:
+        """Delete `stmts` (direct statements of the region) and insert them after every replay of its graph;
+        None when the replays are not all known (see `graph_replays`)."""
+        replays = self.replays()
+        if not replays:
+            return None
+        ix = self.region.ix
+        edits: list[TextEdit] = []
+        for st in stmts:
+            d = F.delete_statement(ix, st)
+            if d is None:
+                return None
+            edits.append(d)
+        for r in replays:
+            texts: list[str] = []
+            for st in stmts:
+                body = F.statement_lines(ix, st, ix.src.indent_of(r))
+                if body is None:
+                    return None
+                texts.append(body.rstrip("\n"))
+            edits.append(F.insert_after_statement(ix, r, texts, indent=""))
+        return edits
 
     def _move_after_replay(self, stmt: Node, frame: Frame, direct: bool) -> Fix | None:
         if not direct or self.region.kind not in ("graph", "capture_begin", "wrapper"):
@@ -731,7 +756,12 @@ class CaptureWalker:
         later = [s for s in self.region.stmts if s.start_byte > stmt.start_byte]
         if bound and any(ix.text(n) in bound for s in later for n in walk(s) if n.type == "identifier"):
             return None
-        edits = F.move_statement_after(ix, stmt, self._replay_anchor())
+        # ... nor between the capture and the first replay
+        replays = self.replays()
+        if bound and replays and _read_between(ix, bound, ix.scope_of(self.region.anchor).node, self.region.end_byte,
+                                              replays[0].start_byte):
+            return None
+        edits = self._after_each_replay([stmt])
         return F.fix("Move it after the replay (read the static output outside the capture)", "unsafe", edits)
 
     def _move_before_capture(self, stmt: Node, frame: Frame, direct: bool) -> Fix | None:
@@ -787,17 +817,7 @@ class CaptureWalker:
             return None  # the step's fix moves both
         if len(group) == len(self.region.stmts):
             return None
-        after = self._replay_anchor()
-        edits: list[TextEdit] = []
-        texts: list[str] = []
-        for st in group:
-            d = F.delete_statement(ix, st)
-            body = F.statement_lines(ix, st, ix.src.indent_of(after))
-            if d is None or body is None:
-                return None
-            edits.append(d)
-            texts.append(body.rstrip("\n"))
-        edits.append(F.insert_after_statement(ix, after, texts, indent=""))
+        edits = self._after_each_replay(group)
         return F.fix("Run scaler.step()/update() eagerly after each replay", "unsafe", edits)
 
 
@@ -922,33 +942,315 @@ def _fresh_name(ix: FileIndex, base: str) -> str:
     return f"{base}{i}"
 
 
-# ---- eager fallback --------------------------------------------------------------------------------------------
-def eager_fallback(region: CaptureRegion) -> Fix | None:
+# ---- the graph's replays ---------------------------------------------------------------------------------------
+def _graph_node(region: CaptureRegion) -> Node | None:
+    """The identifier naming the captured graph at the capture site (None for an attribute, a call...)."""
+    if region.kind == "graph":
+        pos = positional(region.site)
+        node = strip_parens(pos[0]) if pos else None
+    elif region.kind == "capture_begin":
+        f = region.site.child_by_field_name("function")
+        node = f.child_by_field_name("object") if f is not None else None
+    else:
+        return None
+    return node if node is not None and node.type == "identifier" else None
+
+
+@cache
+def _name_re(name: str) -> re.Pattern[bytes]:
+    return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_])")
+
+
+def _identifiers(ix: FileIndex, name: str, start: int, end: int) -> list[Node]:
+    """The identifier nodes spelled `name` that start in bytes [start, end), in document order (a text search
+    for the whole word, then a lookup in the tree: no walk, and no scopes built as a side effect)."""
+    find = ix.src.root.descendant_for_byte_range
+    n = len(name.encode())
+    out: list[Node] = []
+    for m in _name_re(name).finditer(ix.src.data, start, end):
+        node = find(m.start(), m.start() + n)
+        if node is not None and node.type == "identifier" and node.start_byte == m.start() and node.end_byte == m.start() + n:
+            out.append(node)
+    return out
+
+
+def _def_of(node: Node) -> Node | None:
+    """The function definition or module whose body holds `node` (lambdas and classes do not count)."""
+    p = node.parent
+    while p is not None and p.type not in ("function_definition", "module"):
+        p = p.parent
+    return p
+
+
+def _in_nested_definition(node: Node, owner: Node) -> bool:
+    """Inside a class body or lambda that sits between `node` and its scope's `owner`."""
+    p = node.parent
+    while p is not None and p.id != owner.id:
+        if p.type in ("class_definition", "lambda"):
+            return True
+        p = p.parent
+    return False
+
+
+def graph_replays(region: CaptureRegion, resolver: Resolver | None = None) -> list[Node] | None:
+    """Every `g.replay()` of the region's graph: expression statements of their own rows in the capture's scope
+    (loop, branch and `with` bodies included), in document order.
+
+    None (the caller then offers no fix that depends on the replays) unless every use of the graph's name that
+    resolves to the capture's binding is understood: the construction `g = torch.cuda.CUDAGraph()`, this one
+    capture, and such replay statements. A graph that is a parameter, an attribute or item (`self.g`,
+    `graphs[k]`), a global of another scope, captured twice, passed, returned, stored, replayed from a nested
+    function, a lambda or a comprehension, or whose `replay` is used as a value, or a module-level graph that
+    another workspace file may import, may be replayed where this file cannot rewrite it; a graph never
+    replayed here gets None too."""
     ix = region.ix
-    title = "Run without CUDA-graph capture (eager fallback)"
-    if region.kind in ("graph", "wrapper") and region.with_item is not None:
-        w = region.anchor
-        clause = next((c for c in w.children if c.type == "with_clause"), None)
-        items = [c for c in clause.named_children if c.type == "with_item"] if clause is not None else []
-        if len(items) > 1:
-            idx = next((i for i, it in enumerate(items) if it.id == region.with_item.id), None)
-            if idx is None:
+    gnode = _graph_node(region)
+    if gnode is None:
+        return None
+    g = ix.text(gnode)
+    owner = ix.scope_of(region.anchor)
+    if g in owner.globals:
+        return None
+    assign, scope, is_param = ix.lookup(g, gnode)
+    if scope is not owner or is_param or assign is None:
+        return None
+    if owner.node.type == "module":
+        ix.watched.add(g)  # any function of the file may mention it
+        if resolver is not None and resolver.imported_elsewhere is not None and resolver.imported_elsewhere(ix.path, g):
+            return None
+    else:
+        ix.touched.append((owner.node.start_byte, owner.node.end_byte))
+    capture_spans = [(region.site.start_byte, region.site.end_byte)]
+    if region.kind == "capture_begin":
+        capture_spans.append((region.anchor.start_byte, region.anchor.end_byte))
+        if region.end_stmt is None:
+            return None
+        capture_spans.append((region.end_stmt.start_byte, region.end_stmt.end_byte))
+    replays: list[Node] = []
+    # the lookups below build the scopes of nested functions as a side effect; those are no dependency of the
+    # answer (an edit that could change it spells the name, and watched names make such an edit non-local)
+    mark = len(ix.touched)
+    try:
+        for n in _identifiers(ix, g, owner.node.start_byte, owner.node.end_byte):
+            if not _replay_use(ix, region, n, g, owner, capture_spans, replays):
                 return None
-            if idx + 1 < len(items):
-                sl, sc = ix.src.start(items[idx])
-                el, ec = ix.src.start(items[idx + 1])
-            else:
-                sl, sc = ix.src.end(items[idx - 1])
-                el, ec = ix.src.end(items[idx])
-            return F.fix(title, "unsafe", [TextEdit(sl, sc, el, ec, "")])
+    finally:
+        del ix.touched[mark:]
+    return replays or None
+
+
+def _replay_use(ix: FileIndex, region: CaptureRegion, n: Node, g: str, owner: Scope,
+                capture_spans: list[tuple[int, int]], replays: list[Node]) -> bool:
+    """Classify one mention of the graph's name: False when it is a use no fix can account for; a replay
+    statement is appended to `replays`."""
+    p = n.parent
+    if p is None:
+        return True
+    if (p.type == "attribute" and p.child_by_field_name("attribute") == n) or (
+        p.type == "keyword_argument" and p.child_by_field_name("name") == n
+    ):
+        return True  # `x.g`, `f(g=...)`: not the variable
+    if ix.lookup(g, n)[1] is not owner:
+        return True  # another scope's own `g`
+    d = _def_of(n)
+    direct = d is not None and d.id == owner.node.id and not _in_nested_definition(n, owner.node)
+    if any(a <= n.start_byte and n.end_byte <= b for a, b in capture_spans):
+        return True
+    if direct and p.type == "assignment" and p.child_by_field_name("left") == n:
+        right = p.child_by_field_name("right")
+        f = strip_parens(right).child_by_field_name("function") if right is not None and strip_parens(right).type == "call" else None
+        q = ix.qualname(f) if f is not None else None
+        return q is not None and q.endswith("cuda.CUDAGraph")  # constructing a graph is harmless without a capture
+    call = p.parent if p.type == "attribute" and p.child_by_field_name("object") == n else None
+    stmt = call.parent if call is not None and call.type == "call" else None
+    attr = p.child_by_field_name("attribute")
+    args = call.child_by_field_name("arguments") if call is not None else None
+    if (
+        direct and call is not None and stmt is not None and stmt.type == "expression_statement"
+        and stmt.named_child_count == 1 and attr is not None and ix.text(attr) == "replay"
+        and call.child_by_field_name("function") == p and args is not None and args.named_child_count == 0
+        and not (region.anchor.start_byte <= stmt.start_byte < region.end_byte)
+        and F.owns_lines(ix, stmt)
+    ):
+        replays.append(stmt)
+        return True
+    return False
+
+
+# ---- eager fallback --------------------------------------------------------------------------------------------
+_LEAVES_BODY = frozenset({"return_statement", "yield", "break_statement", "continue_statement", "global_statement",
+                          "nonlocal_statement"})
+
+
+def _leaves_body(stmts: list[Node]) -> bool:
+    """A statement that means something else once moved: return/yield anywhere, break/continue outside a loop
+    of the body, global/nonlocal."""
+    stack: list[tuple[Node, bool]] = [(s, False) for s in stmts]
+    while stack:
+        n, in_loop = stack.pop()
+        if n.type in ("function_definition", "class_definition", "lambda"):
+            continue
+        if n.type in _LEAVES_BODY and not (in_loop and n.type in ("break_statement", "continue_statement")):
+            return True
+        loop = in_loop or n.type in ("for_statement", "while_statement")
+        stack.extend((c, loop) for c in n.named_children)
+    return False
+
+
+def _bound_in(ix: FileIndex, stmts: list[Node]) -> set[str]:
+    """Names the statements bind (assignment, loop, with-as and walrus targets, definitions, imports)."""
+    out: set[str] = set()
+    for st in stmts:
+        for n in walk(st):
+            target: Node | None = None
+            if n.type in ("assignment", "augmented_assignment", "for_statement", "for_in_clause"):
+                target = n.child_by_field_name("left")
+            elif n.type == "named_expression":
+                target = n.child_by_field_name("name")
+            elif n.type in ("as_pattern_target", "dotted_name", "aliased_import"):
+                target = n
+            elif n.type in ("function_definition", "class_definition"):
+                target = n.child_by_field_name("name")
+            if target is None:
+                continue
+            if target.type == "identifier":
+                out.add(ix.text(target))
+            elif target.type not in ("attribute", "subscript"):
+                for m in walk(target):
+                    if m.type == "identifier" and (m.parent is None or m.parent.type not in ("attribute", "subscript")):
+                        out.add(ix.text(m))
+    return out
+
+
+def _read_between(ix: FileIndex, names: set[str], owner: Node, start: int, end: int) -> bool:
+    """One of `names` is used in the scope `owner` between byte offsets start and end."""
+    for name in sorted(names):
+        for n in _identifiers(ix, name, start, end):
+            d = _def_of(n)
+            if d is not None and d.id == owner.id:
+                p = n.parent
+                if p is not None and p.type == "attribute" and p.child_by_field_name("attribute") == n:
+                    continue
+                return True
+    return False
+
+
+def _grad_resets(ix: FileIndex, region: CaptureRegion, body_text: str) -> list[Node]:
+    """`opt.zero_grad()` statements just before the capture (only graph constructions and comments between),
+    when the captured code runs a backward: a captured backward after `zero_grad(set_to_none=True)` writes
+    fresh gradients on every replay, so the eager body must start from the same reset."""
+    if "backward" not in body_text:
+        called = {ix.text(c.child_by_field_name("function") or c) for st in region.stmts for c in walk(st) if c.type == "call"}
+        callees = [f.node for f in ix.functions if f.name in called]
+        ix.touched.extend((c.start_byte, c.end_byte) for c in callees)
+        if not any("backward" in ix.text(c) for c in callees):
+            return []
+    out: list[Node] = []
+    prev = region.anchor.prev_named_sibling
+    while prev is not None:
+        text = ix.text(prev).replace(" ", "")
+        if prev.type == "comment" or (prev.type == "expression_statement" and text.endswith("CUDAGraph()")):
+            prev = prev.prev_named_sibling
+            continue
+        if prev.type == "expression_statement" and ".zero_grad(" in text and "set_to_none=False" not in text and (
+            prev.named_child_count == 1 and prev.named_children[0].type == "call"
+        ):
+            out.insert(0, prev)
+            prev = prev.prev_named_sibling
+            continue
+        break
+    return out
+
+
+def _eager_body(region: CaptureRegion, indent: str) -> tuple[str, list[TextEdit]] | None:
+    """(the captured code as eager statements at `indent`, the edits that remove the capture); None when the
+    region's shape does not allow it."""
+    ix = region.ix
+    if region.kind == "graph" and region.with_item is not None:
+        w = region.anchor
+        if F._has_multiline_string(w) or not F.owns_lines(ix, w) or not ix.text(w).startswith("with"):
+            return None
         body = w.child_by_field_name("body")
-        if body is None or F._has_multiline_string(w) or not F.owns_lines(ix, w) or body.start_point[0] == w.start_point[0]:
+        if body is None or body.start_point[0] == w.start_point[0]:
             return None
         stmts = [c for c in body.named_children if c.type != "comment"]
-        if not stmts:
+        item = region.with_item
+        value = item.child_by_field_name("value")
+        if not stmts or value is None or value.type == "as_pattern":
             return None
-        text = F.rows_text(ix, body.start_point[0], body.end_point[0], ix.src.indent_of(stmts[0]), ix.src.indent_of(w))
-        return F.fix(title, "unsafe", [TextEdit(w.start_point[0], 0, *F.row_end(ix, body.end_point[0]), text)])
+        value = strip_parens(value)
+        if value.id != region.site.id:
+            # a context manager stored in a variable: only `ctx = torch.cuda.graph(g)` itself, never a choice
+            # between capturing and not (`... if c else nullcontext()`)
+            assign = ix.lookup(ix.text(value), value)[0] if value.type == "identifier" else None
+            if assign is None or assign.value is None or strip_parens(assign.value).id != region.site.id:
+                return None
+        clause = next((c for c in w.children if c.type == "with_clause"), None)
+        others = [c for c in clause.named_children if c.type == "with_item" and c.id != item.id] if clause is not None else []
+        first, last = body.start_point[0], body.end_point[0]
+        delete = F.delete_statement(ix, w)
+    elif region.kind == "capture_begin" and region.end_stmt is not None:
+        begin, end_stmt = region.anchor, region.end_stmt
+        stmts = region.stmts
+        if not stmts or begin.parent is None or end_stmt.parent != begin.parent or any(
+            F._has_multiline_string(s) for s in stmts
+        ):
+            return None
+        others = []
+        first, last = begin.end_point[0] + 1, end_stmt.start_point[0] - 1
+        delete = F.delete_rows(ix, begin, end_stmt)
+    else:
+        return None
+    if delete is None or first > last or _leaves_body(stmts):
+        return None
+    inner = indent + ("    " if others else "")
+    text = F.rows_text(ix, first, last, ix.src.indent_of(stmts[0]), inner).strip("\n")
+    resets = _grad_resets(ix, region, text)
+    for r in reversed(resets):
+        lines = F.statement_lines(ix, r, inner)
+        if lines is None:
+            return None
+        text = lines + text
+    if others:
+        text = f"{indent}with {', '.join(ix.text(o) for o in others)}:\n{text}"
+    return text, [delete]
+
+
+def eager_fallback(region: CaptureRegion, replays: list[Node] | None = None) -> Fix | None:
+    """Run the captured work eagerly where the graph would have run it.
+
+    A `with torch.cuda.graph(g)` block or a `capture_begin()`...`capture_end()` span is removed, and every
+    `g.replay()` statement becomes the captured statements (re-indented there; other items of the `with`
+    re-entered around them; a `zero_grad()` that preceded a captured backward repeated first), so each
+    "replay" recomputes eagerly and the capture itself computes nothing, as a capture does. Offered only when
+    all replays of the graph are known (`graph_replays`) and the captured names are not read between the
+    capture and the first replay. `make_graphed_callables(f, ...)` becomes `f`; a compile mode with CUDA graphs
+    becomes its mode without."""
+    ix = region.ix
+    title = "Run without CUDA-graph capture (eager fallback)"
+    if region.kind in ("graph", "capture_begin"):
+        if not replays:
+            return None
+        owner = ix.scope_of(region.anchor).node
+        if _read_between(ix, _bound_in(ix, region.stmts), owner, region.end_byte, replays[0].start_byte):
+            return None
+        built = _eager_body(region, ix.src.indent_of(replays[0]))
+        if built is None:
+            return None
+        edits = list(built[1])
+        bodies = {ix.src.indent_of(replays[0]): built[0]}
+        for r in replays:
+            indent = ix.src.indent_of(r)
+            if indent not in bodies:
+                made = _eager_body(region, indent)
+                if made is None:
+                    return None
+                bodies[indent] = made[0]
+            edit = F.replace_statement_rows(ix, r, bodies[indent])
+            if edit is None:
+                return None
+            edits.append(edit)
+        return F.fix(title, "unsafe", edits)
     if region.kind == "graphed_callables":
         pos = positional(region.site)
         if not pos:
@@ -1245,7 +1547,7 @@ def _compile_outputs(region: CaptureRegion, sink: Sink) -> None:
             if p is not None and p.type == "assignment" and p.child_by_field_name("left") == n:
                 break
             fx = F.fix("Clone the output before the next call", "unsafe", [F.replace_node(ix, call, f"{ix.text(call)}.clone()")])
-            fb = eager_fallback(region)
+            fb = eager_fallback(region, None)
             sink(Hit("compile-output-reused", ix, parent, region, (), [f for f in (fx, fb) if f]))
             break
 

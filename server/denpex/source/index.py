@@ -195,6 +195,9 @@ class FileIndex:
         self._scopes: dict[int, Scope] = {}
         # byte ranges whose contents the last analysis consulted (for incremental reuse of findings)
         self.touched: list[tuple[int, int]] = []
+        # names whose every mention in the file the last analysis consulted (a module-level graph's replays):
+        # an edit anywhere that spells one of them is not local
+        self.watched: set[str] = set()
         caps = self.caps
         for cls in caps.get("cls", []):
             name_node = cls.child_by_field_name("name")

@@ -3,6 +3,7 @@ files. Files are added, updated (incrementally, by edits) and removed; every cha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
@@ -174,6 +175,19 @@ class Workspace:
             if pending is not None:
                 src = self._sources[path] = parse(pending)
         return src
+
+    def imported_elsewhere(self, path: str, name: str) -> bool:
+        """Another file may import `name` from `path`: its text spells the module's last name and `name`
+        as words (a cheap over-approximation; used to refuse fixes that need every use of a global)."""
+        stems = {m.rsplit(".", 1)[-1] for m in module_names(path, self.roots)}
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        for p in self.paths():
+            if p == path:
+                continue
+            text = self.text(p) or ""
+            if word.search(text) and "import" in text and any(re.search(rf"\b{re.escape(s)}\b", text) for s in stems):
+                return True
+        return False
 
     def lookup_module(self, module: str) -> FileIndex | None:
         path = self._modules.get(module)

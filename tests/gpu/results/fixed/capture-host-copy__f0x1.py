@@ -20,10 +20,9 @@ with torch.cuda.stream(s):
     for _ in range(3):
         (x * 2).cpu()
 torch.cuda.current_stream().wait_stream(s)
+x.copy_(new)
 y = x * 2
 host = y.cpu()  # D2H copy into pageable memory + sync
-x.copy_(new)
-g.replay()
 torch.cuda.synchronize()
 host = y.cpu()
 print("RESULT:", host.sum().item(), host[0].item())

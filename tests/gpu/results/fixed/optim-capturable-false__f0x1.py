@@ -38,12 +38,12 @@ torch.cuda.current_stream().wait_stream(s)
 
 g = torch.cuda.CUDAGraph()
 opt.zero_grad(set_to_none=True)
-static_loss = model(static_x).pow(2).mean()
-static_loss.backward()
-opt.step()
 
 for i in range(3, 8):
     static_x.copy_(data[i])
-    g.replay()
+    opt.zero_grad(set_to_none=True)
+    static_loss = model(static_x).pow(2).mean()
+    static_loss.backward()
+    opt.step()
 torch.cuda.synchronize()
 print("RESULT:", *summary())

@@ -24,8 +24,8 @@ if os.environ.get("DENPEX_EAGER") == "1":
 g = torch.cuda.CUDAGraph()
 with torch.cuda.graph(g):
     out = x * 2
-steps += 1
 for _ in range(3):
     g.replay()
+    steps += 1
 torch.cuda.synchronize()
 print("RESULT:", steps, out.sum().item())

@@ -23,7 +23,6 @@ g = torch.cuda.CUDAGraph()
 torch.manual_seed(0)
 r = torch.rand(4096, device="cuda")
 out = x + r
-g.replay()
 torch.cuda.synchronize()
 noise = out - x
 print("RESULT:", int(bool(((noise >= 0) & (noise < 1)).all())), round(noise.mean().item(), 1))

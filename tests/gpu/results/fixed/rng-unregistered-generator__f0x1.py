@@ -21,9 +21,8 @@ if os.environ.get("DENPEX_EAGER") == "1":
 
 g = torch.cuda.CUDAGraph()
 r = torch.rand(1 << 16, device="cuda", generator=gen)
-g.replay()
 r1 = r.clone()
-g.replay()
+r = torch.rand(1 << 16, device="cuda", generator=gen)
 r2 = r.clone()
 torch.cuda.synchronize()
 both = torch.cat([r1, r2])
