@@ -12,6 +12,7 @@ try:  # Python 3.11+
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
+import warnings
 from typing import Any
 
 _REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
@@ -47,7 +48,9 @@ def _is_wild(op: Any, av: Any) -> bool:
 def problems(pattern: str) -> list[str]:
     """Reasons the pattern is unsafe; empty when it is fine."""
     try:
-        parsed = sre_parse.parse(pattern)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # FutureWarning on "[[" style sets is not ours to show
+            parsed = sre_parse.parse(pattern)
     except Exception:
         return []
     out: list[str] = []
