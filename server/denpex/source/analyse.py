@@ -28,7 +28,7 @@ from denpex.rulebook import Rule, RuleBook, load_rulebook
 from denpex.source.callgraph import Resolver
 from denpex.source.config import ScanConfig
 from denpex.source.fixes import apply_edits
-from denpex.source.hazards import DEFAULT_GUARDS, CaptureWalker, Hit, around_region
+from denpex.source.hazards import DEFAULT_GUARDS, AroundIndex, CaptureWalker, Hit, around_region
 from denpex.source.index import FileIndex
 from denpex.source.model import CaptureSite, Fix, SourceFinding, TextEdit
 from denpex.source.parse import ParsedSource, parse
@@ -82,9 +82,10 @@ def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: s
     if not _may_open(ix, wrappers):
         return hits
     guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in config.guards)
+    around = AroundIndex(ix)  # the code after the captures, indexed once for all regions of the file
     for region in find_regions(ix, wrappers):
         CaptureWalker(region, resolver, hits.append, guards=guards, max_depth=config.max_depth).run()
-        around_region(region, resolver, hits.append)
+        around_region(region, resolver, hits.append, around)
     return hits
 
 

@@ -13,18 +13,27 @@ Each report names a detector (`hazard`); the rule book maps detectors to rules (
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import re
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 
-from tree_sitter import Node
+from tree_sitter import Node, QueryCursor
 
 from denpex.source import fixes as F
 from denpex.source.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
 from denpex.source.index import FileIndex, FuncInfo, Kind, Scope, kwarg, positional
 from denpex.source.model import Fix, Severity, TextEdit
-from denpex.source.parse import any_of, run_query, run_query_range, strip_parens, walk
+from denpex.source.parse import (
+    compile_query,
+    run_query,
+    run_query_range,
+    strip_parens,
+    walk,
+)
 from denpex.source.regions import CG_MODES, CaptureRegion, is_inside_stream_context
 
 DEFAULT_GUARDS = frozenset({
@@ -525,15 +534,14 @@ class CaptureWalker:
                     names.add(ix.text(n))
         lib_funcs = {q.rsplit(".", 1)[-1] for q in (CUBLAS_FUNCS if lib == "cublas" else CUDNN_FUNCS)}
         wanted = {c.rsplit(".", 1)[-1] for c in callees} | lib_funcs
-        query = (f"(call function: [(identifier) @f (attribute attribute: (identifier) @f)] (#any-of? @f {any_of(wanted)})) @call\n"
-                 f"(call arguments: (argument_list (identifier) @a (#any-of? @a {any_of(names)}))) @argcall")
         owner = ix.scope_of(anchor).node
-        caps = run_query_range(query, ix.src.root, owner.start_byte if owner.type != "module" else 0, anchor.start_byte)
-        for n in sorted(caps.get("call", []) + caps.get("argcall", []), key=lambda c: c.start_byte):
+        # the calls of the scope before the capture that call a wanted name or pass one of the names
+        calls = _scope_table(ix, "calls", owner)
+        argcalls = _scope_table(ix, "argcalls", owner)
+        before = [_upto(calls.get(w), anchor.start_byte) for w in sorted(wanted) if w.isidentifier()]
+        before += [_upto(argcalls.get(a), anchor.start_byte) for a in sorted(names) if a.isidentifier()]
+        for n in heapq.merge(*before, key=lambda c: c.start_byte):
             if n.end_byte > anchor.start_byte:
-                continue
-            n_owner = ix.scope_of(n).node
-            if n_owner.id != owner.id and n_owner.type != "module":
                 continue
             fn = n.child_by_field_name("function")
             if fn is None:
@@ -961,17 +969,47 @@ def _name_re(name: str) -> re.Pattern[bytes]:
     return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_])")
 
 
-def _identifiers(ix: FileIndex, name: str, start: int, end: int) -> list[Node]:
-    """The identifier nodes spelled `name` that start in bytes [start, end), in document order (a text search
-    for the whole word, then a lookup in the tree: no walk, and no scopes built as a side effect)."""
+def _identifiers(ix: FileIndex, name: str, start: int, end: int) -> Iterator[Node]:
+    """The identifier nodes spelled `name` that start in bytes [start, end), in document order, lazily (a text
+    search for the whole word, then a lookup in the tree: no walk, and no scopes built as a side effect). A range
+    of more than a few kilobytes is searched through the file's offsets of the word, found once per file and
+    name, so the many captures of one module do not search the module again each."""
     find = ix.src.root.descendant_for_byte_range
     n = len(name.encode())
-    out: list[Node] = []
-    for m in _name_re(name).finditer(ix.src.data, start, end):
-        node = find(m.start(), m.start() + n)
-        if node is not None and node.type == "identifier" and node.start_byte == m.start() and node.end_byte == m.start() + n:
-            out.append(node)
-    return out
+    offsets: Iterable[int]
+    if end - start > 16384:
+        every = _word_offsets(ix, name)
+        offsets = itertools.islice(every, bisect_left(every, start), None)
+    else:
+        offsets = (m.start() for m in _name_re(name).finditer(ix.src.data, start, end))
+    for off in offsets:
+        if off + n > end:
+            break
+        node = find(off, off + n)
+        if node is not None and node.type == "identifier" and node.start_byte == off and node.end_byte == off + n:
+            yield node
+
+
+_WORD = re.compile(rb"[A-Za-z0-9_]+")
+
+
+def _word_offsets(ix: FileIndex, name: str) -> list[int]:
+    """Every whole-word occurrence of `name` in the file, remembered on the file's index. After a few names,
+    every ASCII word of the file is indexed in one pass (many captures, each with its own names)."""
+    found = ix.word_offsets.get(name)
+    if found is None:
+        key = name.encode()
+        if len(ix.word_offsets) >= 8 and _WORD.fullmatch(key):
+            if ix.word_index is None:
+                index: dict[bytes, list[int]] = {}
+                for m in _WORD.finditer(ix.src.data):
+                    index.setdefault(m.group(), []).append(m.start())
+                ix.word_index = index
+            found = ix.word_index.get(key, [])
+        else:
+            found = [m.start() for m in _name_re(name).finditer(ix.src.data)]
+        ix.word_offsets[name] = found
+    return found
 
 
 def _def_of(node: Node) -> Node | None:
@@ -1268,7 +1306,117 @@ def eager_fallback(region: CaptureRegion, replays: list[Node] | None = None) -> 
 
 
 # ---- around the region: the replay side -----------------------------------------------------------------------
-def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None:
+_AROUND_QUERY = (
+    "(call function: (attribute object: (identifier) @recv attribute: (identifier) @m"
+    " (#any-of? @m \"replay\" \"copy_\" \"empty_cache\"))) @mcall\n"
+    "(assignment left: (identifier) @lname) @rebind\n"
+    "(assignment right: (identifier) @rname) @alias\n"
+    "(augmented_assignment left: (identifier) @aname) @aug\n"
+    "(delete_statement) @del\n"
+)
+
+
+@dataclass
+class _ScopeNodes:
+    """The statements of one scope that the replay side looks at, in document order, by name."""
+
+    replays: dict[str, list[Node]] = field(default_factory=dict)  # `g.replay(` (spaceless call prefix) -> calls
+    empty_cache: list[Node] = field(default_factory=list)  # `x.empty_cache(...)` calls
+    copies: dict[str, list[Node]] = field(default_factory=dict)  # receiver -> `x.copy_(...)` calls
+    rebind: dict[str, list[Node]] = field(default_factory=dict)  # `name = ...` by name
+    alias: dict[str, list[Node]] = field(default_factory=dict)  # `... = name` by name
+    aug: dict[str, list[Node]] = field(default_factory=dict)  # `name += ...` by name
+    dels: dict[str, list[Node]] = field(default_factory=dict)  # `del ...` by each identifier it mentions
+    looped: dict[int, list[Node]] = field(default_factory=dict)  # id of one of the lists above -> its nodes in a loop
+
+
+class AroundIndex:
+    """What `around_region` needs from the code after each capture, computed once per file and scope (one query
+    over the file, grouped by scope and name), so that a module with many captures is not rescanned per region.
+    `seen` holds the (hazard, node) reports already made by an earlier region of the file: a later region's
+    report of the same node is dropped as a duplicate anyway (the first report of a node and rule wins)."""
+
+    def __init__(self, ix: FileIndex) -> None:
+        self.ix = ix
+        self._scopes: dict[int, _ScopeNodes] = {}
+        self.seen: set[tuple[str, int]] = set()
+        self._kinds: dict[int, str] = {}
+
+    def scope_nodes(self, owner: Node, body: Node) -> _ScopeNodes:
+        """The nodes of scope `owner` (a module or function, `body` its body), outside nested definitions."""
+        sn = self._scopes.get(owner.id)
+        if sn is None:
+            sn = self._scopes[owner.id] = _ScopeNodes()
+            ix = self.ix
+            caps = run_query_range(_AROUND_QUERY, ix.src.root, body.start_byte, body.end_byte)
+            for cap, nodes in caps.items():
+                if cap not in ("mcall", "rebind", "alias", "aug", "del"):
+                    continue
+                for n in nodes:
+                    d = _def_of(n)
+                    if (d.id if d is not None else ix.src.root.id) != owner.id:
+                        continue  # another scope's (a nested function's) statement
+                    if cap == "mcall":
+                        f = n.child_by_field_name("function")
+                        attr = f.child_by_field_name("attribute") if f is not None else None
+                        obj = f.child_by_field_name("object") if f is not None else None
+                        m = ix.text(attr) if attr is not None else ""
+                        if m == "replay":
+                            t = ix.text(n).replace(" ", "")
+                            sn.replays.setdefault(t[: t.find("(") + 1], []).append(n)
+                        elif m == "empty_cache":
+                            sn.empty_cache.append(n)
+                        elif m == "copy_" and obj is not None:
+                            sn.copies.setdefault(ix.text(obj), []).append(n)
+                    elif cap == "del":
+                        for name in {ix.text(c) for c in walk(n) if c.type == "identifier"}:
+                            sn.dels.setdefault(name, []).append(n)
+                    else:
+                        side = n.child_by_field_name("right" if cap == "alias" else "left")
+                        if side is not None:
+                            getattr(sn, cap).setdefault(ix.text(side), []).append(n)
+            sn.empty_cache.sort(key=lambda n: n.start_byte)
+            lists = [sn.empty_cache]
+            for table in (sn.replays, sn.copies, sn.rebind, sn.alias, sn.aug, sn.dels):
+                for v in table.values():
+                    v.sort(key=lambda n: n.start_byte)
+                    lists.append(v)
+            for v in lists:
+                sn.looped[id(v)] = [n for n in v if _enclosing_loop(n, body) is not None]
+        return sn
+
+    def kind_cat(self, node: Node) -> str:
+        cat = self._kinds.get(node.id)
+        if cat is None:
+            cat = self._kinds[node.id] = self.ix.kind(node).cat
+        return cat
+
+
+def _start_key(n: Node) -> int:
+    return n.start_byte
+
+
+def _after(nodes: list[Node] | None, start: int) -> list[Node]:
+    """The nodes (of one scope, sorted by start) that start at or after byte `start`."""
+    if not nodes:
+        return []
+    return nodes[bisect_left(nodes, start, key=lambda n: n.start_byte):]
+
+
+def _after_names(table: dict[str, list[Node]], names: Iterable[str], start: int) -> list[Node]:
+    """`_after` of the nodes of several names, each node once, sorted by start."""
+    return _union([_after(table.get(name), start) for name in names])
+
+
+def _union(lists: list[list[Node]]) -> list[Node]:
+    """The nodes of several lists sorted by start, each once."""
+    lists = [v for v in lists if v]
+    if len(lists) <= 1:
+        return lists[0] if lists else []
+    return sorted({n.id: n for found in lists for n in found}.values(), key=lambda n: n.start_byte)
+
+
+def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink, index: AroundIndex | None = None) -> None:
     ix = region.ix
     _region_settings(region, sink)
     if region.kind == "compile":
@@ -1278,6 +1426,9 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None
         sink(Hit("capture-begin-default-stream", ix, region.site, region, (), [f for f in [_side_stream_capture_fix(region)] if f]))
     if region.kind not in ("graph", "capture_begin", "wrapper") or not region.graph_name:
         return
+    if index is None or index.ix is not ix:
+        index = AroundIndex(ix)
+    seen = index.seen
     g = region.graph_name
     scope = ix.scope_of(region.anchor)
     body = scope.node if scope.node.type == "module" else scope.node.child_by_field_name("body")
@@ -1308,78 +1459,98 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None
                                 if nm not in local.assigns and nm not in local.params:
                                     reads.setdefault(nm, m)
     inputs = {n: node for n, node in reads.items() if n not in outputs}
-    start, end = region.end_byte, body.end_byte
-    owner = scope.node
-    query = (
-        f"(call function: (attribute object: (identifier) @recv attribute: (identifier) @m"
-        f" (#any-of? @m \"replay\" \"copy_\" \"empty_cache\"))) @mcall\n"
-        f"(assignment left: (identifier) @lname (#any-of? @lname {any_of(inputs)})) @rebind\n"
-        f"(assignment right: (identifier) @rname (#any-of? @rname {any_of(outputs)})) @alias\n"
-        f"(augmented_assignment left: (identifier) @aname (#any-of? @aname {any_of(inputs)})) @aug\n"
-        "(delete_statement) @del\n"
-    )
-    caps = run_query_range(query, ix.src.root, start, end)
-
-    def mine(nodes: list[Node]) -> list[Node]:
-        out = [n for n in nodes if n.start_byte >= start and n.end_byte <= end and ix.scope_of(n).node.id == owner.id]
-        out.sort(key=lambda n: n.start_byte)
-        return out
-
-    mcalls = mine(caps.get("mcall", []))
-    replays = [n for n in mcalls if ix.text(n).replace(" ", "").startswith(f"{g}.replay(")]
-    if not replays:
+    start = region.end_byte  # every node of the scope ends by the end of its body
+    sn = index.scope_nodes(scope.node, body)
+    inputs_q = {n for n in inputs if n.isidentifier()}  # the names the query's #any-of? predicates took
+    outputs_q = {n for n in outputs if n.isidentifier()}
+    all_replays = sn.replays.get(f"{g}.replay(", [])
+    first = bisect_left(all_replays, start, key=lambda r: r.start_byte)  # the replays after the capture
+    if first == len(all_replays):
         return
+    first_replay, last_replay = all_replays[first].start_byte, all_replays[-1].start_byte
 
     def replay_follows(node: Node) -> bool:
-        if any(r.start_byte > node.end_byte for r in replays):
+        if last_replay > node.end_byte:
             return True
         loop = _enclosing_loop(node, body)
-        return loop is not None and any(loop.start_byte <= r.start_byte < loop.end_byte for r in replays)
+        if loop is None:
+            return False
+        i = bisect_left(all_replays, max(start, loop.start_byte), key=lambda r: r.start_byte)
+        return i < len(all_replays) and all_replays[i].start_byte < loop.end_byte
 
-    for n in mine(caps.get("rebind", [])):
+    def followed(table: dict[str, list[Node]], names: Iterable[str]) -> list[Node]:
+        """The table's nodes of `names` after the capture that a replay of its graph follows (see replay_follows),
+        in document order: those before the last replay, and those after it in a loop (the rest cannot be)."""
+        out: list[list[Node]] = []
+        for name in names:
+            every = table.get(name)
+            if every:
+                key = _start_key
+                out.append(every[bisect_left(every, start, key=key):bisect_left(every, last_replay, key=key)])
+                looped = sn.looped[id(every)]
+                out.append(looped[bisect_left(looped, max(start, last_replay), key=key):])
+        return [n for n in _union(out) if replay_follows(n)]
+
+    input_cats: dict[str, str] = {}
+    for n in followed(sn.rebind, inputs_q):
+        if ("static-input-rebound", n.id) in seen:
+            continue
         left = n.child_by_field_name("left")
         right = n.child_by_field_name("right")
         stmt = n.parent if n.parent is not None and n.parent.type == "expression_statement" else None
-        if left is None or right is None or stmt is None or not replay_follows(n):
+        if left is None or right is None or stmt is None:
             continue
         name = ix.text(left)
-        k = ix.kind(inputs[name])
-        if k.cat in ("tensor", "unknown") and ix.kind(left).cat != "scalar":
+        cat = input_cats.get(name)
+        if cat is None:
+            cat = input_cats[name] = index.kind_cat(inputs[name])
+        if cat in ("tensor", "unknown") and index.kind_cat(left) != "scalar":
             fx = F.fix(f"Static buffer: {name}.copy_(...) into the captured tensor instead of rebinding {name}", "unsafe",
                        [F.replace_node(ix, n, f"{name}.copy_({ix.text(right)})")])
+            seen.add(("static-input-rebound", n.id))
             sink(Hit("static-input-rebound", ix, n, region, (), [f for f in [fx] if f]))
-    for n in mine(caps.get("alias", [])):
+    for n in followed(sn.alias, outputs_q):
+        if ("static-output-aliased", n.id) in seen:
+            continue
         rr = n.child_by_field_name("right")
-        if rr is not None and replay_follows(n) and any(r.start_byte < n.start_byte for r in replays):
+        if rr is not None and first_replay < n.start_byte:
             fx = F.fix("Clone the static output before the next replay", "unsafe",
                        [F.replace_node(ix, rr, f"{ix.text(rr)}.clone()")])
+            seen.add(("static-output-aliased", n.id))
             sink(Hit("static-output-aliased", ix, n, region, (), [f for f in [fx] if f]))
-    for n in mine(caps.get("del", [])):
+    for n in followed(sn.dels, inputs):
+        if ("static-input-deleted", n.id) in seen:
+            continue
         targets = [c for c in walk(n) if c.type == "identifier"]
         for tnode in targets:
-            if ix.text(tnode) in inputs and replay_follows(n):
+            if ix.text(tnode) in inputs:
                 d = F.delete_statement(ix, n) if len(targets) == 1 else None
                 fx = F.fix("Keep the captured input alive (drop the del)", "unsafe", [d] if d else None)
+                seen.add(("static-input-deleted", n.id))
                 sink(Hit("static-input-deleted", ix, n, region, (), [f for f in [fx] if f]))
+    # (a copy's shape check depends on the copy alone: it is made once, for the first capture it follows)
+    mcalls = _union([followed({"": sn.empty_cache}, [""]),
+                     [n for n in _after_names(sn.copies, inputs, start) if ("copy-checked", n.id) not in seen]])
     for n in mcalls:
         f = n.child_by_field_name("function")
         if f is None:
             continue
-        if ix.qualname(f) == "torch.cuda.empty_cache" and replay_follows(n):
+        if ix.qualname(f) == "torch.cuda.empty_cache" and replay_follows(n) and ("empty-cache", n.id) not in seen:
+            seen.add(("empty-cache", n.id))
             sink(Hit("empty-cache", ix, n, region))
         if ix.text(f).endswith(".copy_"):
             obj = f.child_by_field_name("object")
             args = positional(n)
             if obj is not None and obj.type == "identifier" and ix.text(obj) in inputs and args:
+                seen.add(("copy-checked", n.id))
                 _check_shape(region, n, obj, args[0], sink)
     # Python scalars read by the capture and changed afterwards
-    changed = mine(caps.get("rebind", []) + caps.get("aug", []))
     for name, node in inputs.items():
-        if ix.kind(node).cat != "scalar":
+        if name not in inputs_q or index.kind_cat(node) != "scalar":
             continue
-        later = [n for n in changed if (lft := n.child_by_field_name("left")) is not None and ix.text(lft) == name
-                 and replay_follows(n)]
-        if later:
+        later = _union([followed(sn.rebind, [name]), followed(sn.aug, [name])])
+        if later and ("python-scalar-baked", later[0].id) not in seen:
+            seen.add(("python-scalar-baked", later[0].id))
             sink(Hit("python-scalar-baked", ix, later[0], region, (), [f for f in [_scalar_fix(region, name, node, later)] if f]))
 
 
@@ -1481,9 +1652,15 @@ def _side_stream_capture_fix(region: CaptureRegion) -> Fix | None:
 
 
 def _has_ml(block: Node | None, begin: Node, end: Node) -> bool:
+    """A multi-line string in the statements of `block` from `begin` to `end` (both children of `block`)."""
     if block is None:
         return True
-    return any(F._has_multiline_string(c) for c in block.named_children if begin.start_byte <= c.start_byte <= end.start_byte)
+    c: Node | None = begin  # walk the siblings from begin, not every child of a long block
+    while c is not None and c.start_byte <= end.start_byte:
+        if c.start_byte >= begin.start_byte and F._has_multiline_string(c):
+            return True
+        c = c.next_named_sibling
+    return False
 
 
 def _scope_nodes_after(body: Node, after_byte: int) -> list[Node]:
@@ -1523,9 +1700,8 @@ def _compile_outputs(region: CaptureRegion, sink: Sink) -> None:
         return
     start, end = region.end_byte, body.end_byte
     owner = ix.scope_of(region.anchor).node
-    simple = {n for n in names if n.isidentifier()}
-    caps = run_query_range(f"(call function: (identifier) @f (#any-of? @f {any_of(simple)})) @call", ix.src.root, start, end)
-    calls = sorted((c for c in caps.get("call", []) if c.start_byte >= start and ix.scope_of(c).node.id == owner.id),
+    by_name = _scope_table(ix, "named_calls", owner)
+    calls = sorted((c for name in names if name.isidentifier() for c in _after(by_name.get(name), start)),
                    key=lambda c: c.start_byte)
     for call in calls:
         parent = call.parent
@@ -1539,8 +1715,7 @@ def _compile_outputs(region: CaptureRegion, sink: Sink) -> None:
         if not later_calls:
             continue
         nxt = later_calls[0]
-        reads = run_query_range(f"((identifier) @i (#eq? @i \"{name}\"))", ix.src.root, nxt.end_byte, end).get("i", [])
-        for n in sorted(reads, key=lambda r: r.start_byte):
+        for n in _identifiers(ix, name, nxt.end_byte, end):
             if n.start_byte <= nxt.end_byte or ix.scope_of(n).node.id != owner.id:
                 continue
             p = n.parent
@@ -1550,6 +1725,45 @@ def _compile_outputs(region: CaptureRegion, sink: Sink) -> None:
             fb = eager_fallback(region, None)
             sink(Hit("compile-output-reused", ix, parent, region, (), [f for f in (fx, fb) if f]))
             break
+
+
+_TABLE_QUERIES = {
+    # calls by the called name (`f(...)` and `x.f(...)`), for the warm-up check
+    "calls": "(call function: [(identifier) @key (attribute attribute: (identifier) @key)]) @node",
+    # calls by each identifier passed positionally, for the warm-up check
+    "argcalls": "(call arguments: (argument_list (identifier) @key)) @node",
+    # `f(...)` by the name f, for reduce-overhead outputs
+    "named_calls": "(call function: (identifier) @key) @node",
+}
+
+
+def _scope_table(ix: FileIndex, table: str, owner: Node) -> dict[str, list[Node]]:
+    """Nodes of scope `owner` (not of nested functions) matched by one of `_TABLE_QUERIES`, by the text of their
+    key, in document order; built once per file index and scope (a module with many captures is not queried
+    again per capture)."""
+    found = ix.scope_tables.get((table, owner.id))
+    if found is None:
+        found = ix.scope_tables[(table, owner.id)] = {}
+        root_id = ix.src.root.id
+        cursor = QueryCursor(compile_query(_TABLE_QUERIES[table]))
+        cursor.set_byte_range(owner.start_byte, owner.end_byte)
+        for _pattern, match in cursor.matches(owner):
+            node, key = match.get("node"), match.get("key")
+            if not node or not key:
+                continue
+            d = _def_of(node[0])
+            if (d.id if d is not None else root_id) == owner.id:
+                found.setdefault(ix.text(key[0]), []).append(node[0])
+        for v in found.values():
+            v.sort(key=lambda n: n.start_byte)
+    return found
+
+
+def _upto(nodes: list[Node] | None, end: int) -> list[Node]:
+    """The nodes (sorted by start) that start before byte `end`."""
+    if not nodes:
+        return []
+    return nodes[: bisect_left(nodes, end, key=lambda n: n.start_byte)]
 
 
 def _region_settings(region: CaptureRegion, sink: Sink) -> None:
@@ -1586,10 +1800,13 @@ def _region_settings(region: CaptureRegion, sink: Sink) -> None:
                 break
             p = p.parent
     if region.kind == "compile" and ix.has(b"cudaMallocAsync"):
-        for n in run_query("(string) @s", ix.src.root).get("s", []):
-            if "cudaMallocAsync" in ix.text(n) and "backend" in ix.text(n):
-                sink(Hit("cudamallocasync-with-cudagraphs", ix, n, region))
-                break
+        found = ix.scope_tables.get(("cudaMallocAsync", ix.src.root.id))
+        if found is None:  # the first string naming the backend, looked for once per file
+            first = next((n for n in run_query("(string) @s", ix.src.root).get("s", [])
+                          if "cudaMallocAsync" in ix.text(n) and "backend" in ix.text(n)), None)
+            found = ix.scope_tables[("cudaMallocAsync", ix.src.root.id)] = {"": [first] if first is not None else []}
+        for n in found[""]:
+            sink(Hit("cudamallocasync-with-cudagraphs", ix, n, region))
     if region.kind in ("graph", "wrapper") and ix.has(b"pin_memory=True") and (ix.has(b"Thread(") or ix.has(b"threading")):
         mode = kwarg(ix, region.site, "capture_error_mode")
         if mode is None or "global" in ix.text(mode) or (mode.type == "identifier" and "thread_local" not in ix.text(mode)

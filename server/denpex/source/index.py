@@ -6,7 +6,9 @@ scopes are built lazily, only for the functions that capture regions reach.
 
 from __future__ import annotations
 
+import itertools
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -163,6 +165,17 @@ class Scope:
     params: set[str] = field(default_factory=set)
     globals: set[str] = field(default_factory=set)
     parent: Scope | None = None
+    _starts: dict[str, list[int]] = field(default_factory=dict, repr=False, compare=False)
+
+    def assigned_before(self, name: str, at: int) -> int:
+        """How many assignments of `name` start before byte `at` (assigns are in document order)."""
+        starts = self._starts.get(name)
+        if starts is None:
+            starts = self._starts[name] = [a.start_byte for a in self.assigns.get(name, ())]
+            if any(a > b for a, b in itertools.pairwise(starts)):  # not expected: the scope walk is in order
+                starts.sort()
+                self.assigns[name].sort(key=lambda a: a.start_byte)
+        return bisect_left(starts, at)
 
 
 def _params(src: ParsedSource, fn: Node) -> list[str]:
@@ -236,6 +249,10 @@ class FileIndex:
                 self.module_funcs[info.name] = info
         self._self_attrs_done = False
         self._has: dict[bytes, bool] = {}
+        self.word_offsets: dict[str, list[int]] = {}  # whole-word occurrences of a name (hazards._identifiers)
+        self.word_index: dict[bytes, list[int]] | None = None  # every ASCII word's occurrences, when built
+        # per-scope tables the detectors build once per file (pure syntax, no scopes built), by (table, owner id)
+        self.scope_tables: dict[tuple[str, int], dict[str, list[Node]]] = {}
         self._spaceless: str | None = None
 
     def has(self, word: bytes) -> bool:
@@ -366,9 +383,12 @@ class FileIndex:
             assigns = scope.assigns.get(name)
             if assigns:
                 if first:
-                    before = [a for a in assigns if a.start_byte < at.start_byte]
-                    return (before[-1] if before else assigns[0]), scope, False
-                return assigns[-1] if len(assigns) == 1 else _last_before(assigns, at), scope, False
+                    i = scope.assigned_before(name, at.start_byte)
+                    return (assigns[i - 1] if i else assigns[0]), scope, False
+                if len(assigns) == 1:
+                    return assigns[-1], scope, False
+                i = scope.assigned_before(name, at.start_byte)
+                return (assigns[i - 1] if i else assigns[-1]), scope, False
             if name in scope.params:
                 return None, scope, True
             scope = scope.parent
@@ -581,11 +601,6 @@ class FileIndex:
             if k.tensor:
                 return k.device
         return None
-
-
-def _last_before(assigns: list[Assign], at: Node) -> Assign:
-    before = [a for a in assigns if a.start_byte < at.start_byte]
-    return before[-1] if before else assigns[-1]
 
 
 _SCOPE_TYPES = frozenset({"assignment", "augmented_assignment", "for_statement", "for_in_clause", "global_statement",

@@ -13,12 +13,16 @@ from denpex.source.parse import ParsedSource, parse
 
 
 def module_names(path: str, roots: Iterable[str] = ()) -> list[str]:
-    """Dotted module names a file may be imported as, most specific first."""
+    """Dotted module names a file may be imported as, most specific first (none for a path without a file name:
+    "", ".", "/", as an editor's document with an empty or bare `file://` URI has)."""
     p = PurePath(path)
-    parts = list(p.with_suffix("").parts)
+    if not p.name:
+        return []
+    stem = p.with_suffix("")
+    parts = list(stem.parts)
     for root in roots:
         try:
-            parts = list(p.with_suffix("").relative_to(root).parts)
+            parts = list(stem.relative_to(root).parts)
             break
         except ValueError:
             continue
