@@ -1328,6 +1328,7 @@ class _ScopeNodes:
     aug: dict[str, list[Node]] = field(default_factory=dict)  # `name += ...` by name
     dels: dict[str, list[Node]] = field(default_factory=dict)  # `del ...` by each identifier it mentions
     looped: dict[int, list[Node]] = field(default_factory=dict)  # id of one of the lists above -> its nodes in a loop
+    start: int = 0  # the nodes start at or after this byte
 
 
 class AroundIndex:
@@ -1342,19 +1343,20 @@ class AroundIndex:
         self.seen: set[tuple[str, int]] = set()
         self._kinds: dict[int, str] = {}
 
-    def scope_nodes(self, owner: Node, body: Node) -> _ScopeNodes:
-        """The nodes of scope `owner` (a module or function, `body` its body), outside nested definitions."""
+    def scope_nodes(self, owner: Node, body: Node, start: int) -> _ScopeNodes:
+        """The nodes of scope `owner` (a module or function, `body` its body), outside nested definitions, that
+        start at or after byte `start` at least (captures come in document order: the first one's end is kept)."""
         sn = self._scopes.get(owner.id)
-        if sn is None:
-            sn = self._scopes[owner.id] = _ScopeNodes()
+        if sn is None or start < sn.start:
+            sn = self._scopes[owner.id] = _ScopeNodes(start=start)
             ix = self.ix
-            caps = run_query_range(_AROUND_QUERY, ix.src.root, body.start_byte, body.end_byte)
+            caps = run_query_range(_AROUND_QUERY, ix.src.root, start, body.end_byte)
             for cap, nodes in caps.items():
                 if cap not in ("mcall", "rebind", "alias", "aug", "del"):
                     continue
                 for n in nodes:
                     d = _def_of(n)
-                    if (d.id if d is not None else ix.src.root.id) != owner.id:
+                    if n.start_byte < start or (d.id if d is not None else ix.src.root.id) != owner.id:
                         continue  # another scope's (a nested function's) statement
                     if cap == "mcall":
                         f = n.child_by_field_name("function")
@@ -1460,7 +1462,7 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink, index: 
                                     reads.setdefault(nm, m)
     inputs = {n: node for n, node in reads.items() if n not in outputs}
     start = region.end_byte  # every node of the scope ends by the end of its body
-    sn = index.scope_nodes(scope.node, body)
+    sn = index.scope_nodes(scope.node, body, start)
     inputs_q = {n for n in inputs if n.isidentifier()}  # the names the query's #any-of? predicates took
     outputs_q = {n for n in outputs if n.isidentifier()}
     all_replays = sn.replays.get(f"{g}.replay(", [])
