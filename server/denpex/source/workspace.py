@@ -11,6 +11,8 @@ from denpex.source.index import FileIndex
 from denpex.source.model import TextEdit
 from denpex.source.parse import ParsedSource, parse
 
+_WORD = re.compile(r"\w+")
+
 
 def module_names(path: str, roots: Iterable[str] = ()) -> list[str]:
     """Dotted module names a file may be imported as, most specific first (none for a path without a file name:
@@ -72,6 +74,7 @@ class Workspace:
         self.generation = 0
         self._changed_at: dict[str, int] = {}
         self._removed_at = 0
+        self._word_cache: dict[str, tuple[str, frozenset[str]]] = {}
 
     # ---- files ---------------------------------------------------------------------------------------------
     def add_text(self, path: str, text: str) -> None:
@@ -184,14 +187,23 @@ class Workspace:
         """Another file may import `name` from `path`: its text spells the module's last name and `name`
         as words (a cheap over-approximation; used to refuse fixes that need every use of a global)."""
         stems = {m.rsplit(".", 1)[-1] for m in module_names(path, self.roots)}
-        word = re.compile(rf"\b{re.escape(name)}\b")
         for p in self.paths():
             if p == path:
                 continue
-            text = self.text(p) or ""
-            if word.search(text) and "import" in text and any(re.search(rf"\b{re.escape(s)}\b", text) for s in stems):
+            words = self._words(p)
+            if name in words and "import" in words and not stems.isdisjoint(words):
                 return True
         return False
+
+    def _words(self, path: str) -> frozenset[str]:
+        """The identifier-like words of a file, cached until its text object changes."""
+        text = self.text(path) or ""
+        cached = self._word_cache.get(path)
+        if cached is not None and cached[0] is text:
+            return cached[1]
+        words = frozenset(_WORD.findall(text))
+        self._word_cache[path] = (text, words)
+        return words
 
     def lookup_module(self, module: str) -> FileIndex | None:
         path = self._modules.get(module)
