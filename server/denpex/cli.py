@@ -22,7 +22,19 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen(argv: Sequence[str] | None) -> str | None:
+    """The subcommand named on the command line, if any (the first word that is not an option)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    names = {name for name, _m in SUBCOMMANDS}
+    for word in words:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word if word in names else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="denpex",
         description=(
@@ -32,7 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"denpex {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for _name, module_name in SUBCOMMANDS:
+    chosen = _chosen(argv)
+    for name, module_name in SUBCOMMANDS:
+        if chosen is not None and name != chosen:
+            # only the chosen subcommand's module is imported: each pulls in its own engine
+            subparsers.add_parser(name, add_help=False)
+            continue
         try:
             module = importlib.import_module(f"denpex.commands.{module_name}")
         except ModuleNotFoundError as exc:
@@ -44,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

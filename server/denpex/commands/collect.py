@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from denpex.errors import DenpexError
-from denpex.logs.bundle import new_bundle_dir, write_bundle
-from denpex.logs.diagnose import diagnose_path
 
 
 def register(subparsers: Any) -> None:
@@ -28,6 +26,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # heavy imports here: `denpex --help` and other subcommands should not pay for them
+    from denpex.logs.bundle import new_bundle_dir, write_bundle
+    from denpex.logs.diagnose import diagnose_path
+
     log = Path(args.log) if args.log else None
     if log is not None and not log.is_file():
         raise DenpexError(f"{args.log}: no such file")

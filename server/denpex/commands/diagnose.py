@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from denpex.errors import DenpexError
-from denpex.logs.control import first_divergence
-from denpex.logs.diagnose import Diagnosis, diagnose_path, diagnose_stream
-from denpex.logs.render import render_json, render_markdown, render_text
-from denpex.rulebook import load_rulebook
+
+if TYPE_CHECKING:
+    from denpex.logs.diagnose import Diagnosis
 
 
 def register(subparsers: Any) -> None:
@@ -37,6 +36,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # heavy imports here: `denpex --help` and other subcommands should not pay for them
+    from denpex.logs.control import first_divergence
+    from denpex.logs.diagnose import diagnose_path, diagnose_stream
+    from denpex.rulebook import load_rulebook
+
     if args.context < 0:
         raise DenpexError("--context must be 0 or more")
     book = load_rulebook(args.rules) if args.rules else None
@@ -57,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _emit(d: Diagnosis, args: argparse.Namespace) -> None:
+    from denpex.logs.render import render_json, render_markdown, render_text
+
     if args.format == "json":
         sys.stdout.write(render_json(d) + "\n")
     elif args.format == "markdown":

@@ -12,13 +12,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from denpex.errors import DenpexError
-from denpex.logs.bundle import new_bundle_dir, write_bundle
-from denpex.logs.diagnose import Diagnosis, diagnose_path
-from denpex.logs.render import render_text
-from denpex.rulebook import load_rulebook
+
+if TYPE_CHECKING:
+    from denpex.logs.diagnose import Diagnosis
 
 
 def register(subparsers: Any) -> None:
@@ -58,6 +57,12 @@ def _pump(src: IO[bytes], dst: IO[bytes], log: IO[bytes], lock: threading.Lock) 
 
 
 def run(args: argparse.Namespace) -> int:
+    # heavy imports here: `denpex --help` and other subcommands should not pay for them
+    from denpex.logs.bundle import new_bundle_dir, write_bundle
+    from denpex.logs.diagnose import diagnose_path
+    from denpex.logs.render import render_text
+    from denpex.rulebook import load_rulebook
+
     cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]

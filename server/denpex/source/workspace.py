@@ -74,7 +74,7 @@ class Workspace:
         self.generation = 0
         self._changed_at: dict[str, int] = {}
         self._removed_at = 0
-        self._word_cache: dict[str, tuple[str, frozenset[str]]] = {}
+        self._word_cache: dict[str, tuple[int, frozenset[str]]] = {}
 
     # ---- files ---------------------------------------------------------------------------------------------
     def add_text(self, path: str, text: str) -> None:
@@ -137,6 +137,7 @@ class Workspace:
         if self._sources.pop(path, None) is not None or self._pending.pop(path, None) is not None:
             self._indexes.pop(path, None)
             self._changed_at.pop(path, None)
+            self._word_cache.pop(path, None)
             self._reindex_modules()
             self.generation += 1
             self._removed_at = self.generation
@@ -196,13 +197,13 @@ class Workspace:
         return False
 
     def _words(self, path: str) -> frozenset[str]:
-        """The identifier-like words of a file, cached until its text object changes."""
-        text = self.text(path) or ""
+        """The identifier-like words of a file, cached until the file changes."""
+        stamp = self._changed_at.get(path, -1)
         cached = self._word_cache.get(path)
-        if cached is not None and cached[0] is text:
+        if cached is not None and cached[0] == stamp:
             return cached[1]
-        words = frozenset(_WORD.findall(text))
-        self._word_cache[path] = (text, words)
+        words = frozenset(_WORD.findall(self.text(path) or ""))
+        self._word_cache[path] = (stamp, words)
         return words
 
     def lookup_module(self, module: str) -> FileIndex | None:
