@@ -21,18 +21,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
+
+from tree_sitter import Node
 
 from denpex.rulebook import Rule, RuleBook, load_rulebook
 from denpex.source.callgraph import Resolver
 from denpex.source.config import ScanConfig
 from denpex.source.fixes import apply_edits
-from denpex.source.hazards import DEFAULT_GUARDS, AroundIndex, CaptureWalker, Hit, around_region
+from denpex.source.hazards import (
+    DEFAULT_GUARDS,
+    AroundIndex,
+    CaptureWalker,
+    Hit,
+    around_region,
+    fresh_name,
+    logging_level_low,
+)
 from denpex.source.index import FileIndex
-from denpex.source.model import CaptureSite, Fix, SourceFinding, TextEdit
+from denpex.source.model import CaptureSite, Fix, Severity, SourceFinding, TextEdit
 from denpex.source.parse import ParsedSource, parse
-from denpex.source.regions import contextmanager_wrappers, find_regions
+from denpex.source.regions import CaptureRegion, contextmanager_wrappers, find_regions
 from denpex.source.suppress import is_suppressed, suppression_fix, suppressions
 from denpex.source.workspace import Workspace, diff_edit
 
@@ -161,6 +171,187 @@ def _analyse_index(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | 
     return _to_findings(hits, book, config, ix.path)
 
 
+@dataclass(frozen=True)
+class _Rec:
+    """One hit of a capture region in the analysed file, resolved to positions (no tree nodes: it outlives edits)."""
+
+    hazard: str
+    start_byte: int
+    end_byte: int
+    sl: int
+    sc: int
+    el: int
+    ec: int
+    severity: Severity | None
+    message: str | None
+    site: CaptureSite
+    fixes: tuple[Fix, ...]
+    chain: tuple[str, ...]
+
+
+def _rec(h: Hit) -> _Rec:
+    src = h.ix.src
+    sl, sc = src.start(h.node)
+    el, ec = src.end(h.node)
+    r = h.region
+    return _Rec(h.hazard, h.node.start_byte, h.node.end_byte, sl, sc, el, ec, h.severity, h.message,
+                CaptureSite(r.ix.path, r.line, r.kind), tuple(h.fixes), h.chain)
+
+
+def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src: ParsedSource,
+                      path: str) -> list[SourceFinding]:
+    """`_to_findings` for the hits of one file (same filtering, de-duplication, suppressions and order)."""
+    hmap = _hmap(book)
+    busy = {r.sl for r in recs if r.hazard != "python-side-effect"}
+    seen: set[tuple[int, int, str]] = set()
+    out: list[SourceFinding] = []
+    table: dict[int, set[str]] | None = None
+    for r in recs:
+        if r.hazard == "python-side-effect" and r.sl in busy:
+            continue
+        rule = hmap.get(r.hazard)
+        if rule is None or not config.enabled(rule.id):
+            continue
+        key = (r.start_byte, r.end_byte, rule.id)
+        if key in seen:
+            continue
+        seen.add(key)
+        if table is None:
+            table = suppressions(src)
+        if is_suppressed(table, r.sl, rule.id, rule.code):
+            continue
+        severity = config.severity.get(rule.id) or r.severity or rule.severity
+        message = r.message or (rule.source.message if rule.source is not None else rule.title)
+        out.append(SourceFinding(
+            rule=rule.id, code=rule.code, severity=severity, message=message, path=path,
+            start_line=r.sl, start_col=r.sc, end_line=r.el, end_col=r.ec, hazard=r.hazard,
+            capture_site=r.site, fixes=r.fixes, suppression=suppression_fix(src, r.sl, rule.id), via=r.chain,
+        ))
+    out.sort(key=lambda f: (f.path, f.start_line, f.start_col, f.code))
+    return out
+
+
+@dataclass
+class _RegionEntry:
+    """The hits one capture region produced in its own file, and what they were computed from: the code ranges
+    and names the region's analysis consulted. Identified across edits by its (shifted) byte positions."""
+
+    ident: tuple[str, int, int, int, int]  # kind, site start/end, anchor start, region end
+    owner: int  # start byte of the scope (function) holding the capture; -1 for the module
+    recs: list[_Rec]
+    touched: list[tuple[int, int]]
+    watched: frozenset[str]
+
+
+def _owner_of(node: Node) -> Node | None:
+    p = node.parent
+    while p is not None and p.type != "function_definition":
+        p = p.parent
+    return p
+
+
+def _region_ident(r: CaptureRegion) -> tuple[str, int, int, int, int]:
+    return (r.kind, r.site.start_byte, r.site.end_byte, r.anchor.start_byte, r.end_byte)
+
+
+_FACT_WORDS = ("cudaMallocAsync", "pin_memory=True", "Thread(", "threading", "register_generator_state")
+
+
+def _file_facts(src: ParsedSource) -> tuple[object, ...]:
+    """The answers the detectors read from the whole file's text (not from code ranges they record): an edit
+    that changes one of them invalidates every reused result."""
+    def has(w: str) -> bool:  # remembered occurrences, carried across edits: no search of the whole file
+        return bool(src.occurrences(w.encode()))
+
+    text = src.text
+    spaceless = text.replace(" ", "") if has("register_generator_state") else None
+    logging_low = (has("basicConfig(") or has("setLevel(")) and logging_level_low(text)
+    names = tuple(fresh_name(text, b) if has(b) else b for b in ("warmup_stream", "capture_stream"))
+    return (tuple(has(w) for w in _FACT_WORDS), logging_low, names, spaceless)
+
+
+def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: set[str],
+                 cached: dict[tuple[str, int, int, int, int], _RegionEntry] | None,
+                 ) -> tuple[list[_Rec], list[_RegionEntry]]:
+    """The hits of this file's own capture regions in this file, re-using the cached entries of every scope
+    whose regions are all unchanged (the regions of one scope share which later statements were already
+    reported, so they are analysed together)."""
+    recs: list[_Rec] = []
+    entries: list[_RegionEntry] = []
+    if not _may_open(ix, wrappers):
+        return recs, entries
+    regions = find_regions(ix, wrappers)
+    owners: list[Node | None] = [_owner_of(r.anchor) for r in regions]
+    owner_keys = [o.start_byte if o is not None else -1 for o in owners]
+    reuse: set[int] = set()
+    if cached:
+        groups: dict[int, list[tuple[str, int, int, int, int]]] = {}
+        for r, k in zip(regions, owner_keys, strict=True):
+            groups.setdefault(k, []).append(_region_ident(r))
+        old_groups: dict[int, int] = {}
+        for old in cached.values():
+            old_groups[old.owner] = old_groups.get(old.owner, 0) + 1
+        for k, idents in groups.items():
+            # every region of the scope kept, and no kept region of the scope gone
+            if old_groups.get(k, 0) == len(idents) and all(
+                (found := cached.get(i)) is not None and found.owner == k for i in idents
+            ):
+                reuse.add(k)
+    guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in config.guards)
+    around: AroundIndex | None = None
+    for region, owner, k in zip(regions, owners, owner_keys, strict=True):
+        ident = _region_ident(region)
+        if k in reuse:
+            assert cached is not None
+            entry = cached[ident]
+        else:
+            if around is None:
+                around = AroundIndex(ix)  # the code after the captures, indexed once for all regions re-run
+            around.start_region()
+            mark = len(ix.touched)
+            watched_before = ix.watched
+            ix.watched = set()
+            hits: list[Hit] = []
+            CaptureWalker(region, resolver, hits.append, guards=guards, max_depth=config.max_depth).run()
+            around_region(region, resolver, hits.append, around)
+            touched = ix.touched[mark:]
+            touched.append((region.anchor.start_byte, region.end_byte))
+            touched.append((region.site.start_byte, region.site.end_byte))
+            p = owner
+            while p is not None:
+                touched.append((p.start_byte, p.end_byte))
+                p = _owner_of(p)
+            entry = _RegionEntry(ident, k, [_rec(h) for h in hits if h.ix.path == ix.path], touched, frozenset(ix.watched))
+            ix.watched = watched_before | ix.watched
+        recs.extend(entry.recs)
+        entries.append(entry)
+    return recs, entries
+
+
+def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | None, book: RuleBook,
+                 cached: dict[tuple[str, int, int, int, int], _RegionEntry] | None,
+                 ) -> tuple[list[SourceFinding], list[_RegionEntry]]:
+    """`_analyse_index` for a Document: the same findings, with the per-region entries to re-use next time."""
+    ws = workspace
+    resolver = Resolver(ws.lookup_module if ws is not None else (lambda _m: None),
+                        ws.imported_elsewhere if ws is not None else None)
+    wrappers = _wrapper_names(config, ws, ix)
+    recs, entries = _region_hits(ix, resolver, config, wrappers, cached)
+    if ws is not None:
+        stem = ix.path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py")
+        for p in ws.paths():
+            if p == ix.path:
+                continue
+            text = ws.text(p) or ""
+            if (stem != "__init__" and stem not in text) or not may_open(text, wrappers):
+                continue
+            other = ws.index(p)
+            if other is None or not any(m in ix.path.replace("/", ".") for m in other.imports.modules):
+                continue
+            recs.extend(_rec(h) for h in _hits_for(other, resolver, config, wrappers) if h.ix.path == ix.path)
+    return _recs_to_findings(recs, book, config, ix.src, ix.path), entries
+
+
 def analyse_source(text: str, path: str, *, config: ScanConfig | None = None, workspace: Workspace | None = None,
                    rulebook: RuleBook | None = None) -> list[SourceFinding]:
     """Findings in one file (see the module docstring)."""
@@ -223,19 +414,61 @@ class _Cached:
     watched: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class _Pending:
+    """An edit not yet carried into the region entries: inside function [fn_start, fn_end) of the source before
+    it, `changed` its old and new text, bytes [s, t) replaced, the length changed by `delta`."""
+
+    fn_start: int
+    fn_end: int
+    changed: str
+    s: int
+    t: int
+    delta: int
+    edit: TextEdit
+
+
+@dataclass
+class _RegionCache:
+    key: tuple[object, ...]
+    entries: dict[tuple[str, int, int, int, int], _RegionEntry]
+    pending: list[_Pending] = field(default_factory=list)
+
+    def current(self) -> dict[tuple[str, int, int, int, int], _RegionEntry]:
+        """The entries that survive the pending edits, moved to the current positions."""
+        for p in self.pending:
+            kept: dict[tuple[str, int, int, int, int], _RegionEntry] = {}
+            for entry in self.entries.values():
+                if _consulted(p.fn_start, p.fn_end, p.changed, entry.touched, entry.watched):
+                    continue
+                moved = _shift_entry(entry, p.s, p.t, p.delta, p.edit)
+                if moved is not None:
+                    kept[moved.ident] = moved
+            self.entries = kept
+        self.pending.clear()
+        return self.entries
+
+
 class Document:
     """One open file, reparsed incrementally on edits (tree-sitter reuses the unchanged subtrees).
 
     After an analysis, an edit that falls inside the body of a function the analysis never consulted (not
     reached from a capture, not a capture's scope, no definitions/imports/capture words in the old or new
-    text) keeps the previous findings, shifted to their new positions, without re-running the analysis."""
+    text) keeps the previous findings, shifted to their new positions, without re-running the analysis.
+    Otherwise the results of each capture region are kept the same way when the edit is outside everything
+    that region consulted (and the other regions of its scope are kept too): only the other regions re-run.
+    Any syntax error before or after an edit, or a change of the file-wide facts the detectors read
+    (`_file_facts`), re-runs everything."""
 
     def __init__(self, path: str, text: str) -> None:
         self.path = path
         self.src = parse(text)
         self._ix: FileIndex | None = None
         self._cached: _Cached | None = None
+        self._regions: _RegionCache | None = None
+        self._facts: tuple[object, ...] | None = None
         self.last_was_incremental = False
+        self.last_reused_regions = 0  # capture regions whose results the last analysis kept (not re-run)
 
     @property
     def text(self) -> str:
@@ -257,49 +490,74 @@ class Document:
         for e in edits:
             self.advance(self.src.edit(e.start_line, e.start_col, e.end_line, e.end_col, e.new_text), e)
 
+    def _drop(self) -> None:
+        self._cached = None
+        self._regions = None
+
     def advance(self, new: ParsedSource, e: TextEdit | None) -> None:
         """Move to `new`, the current source after the one edit `e` (already parsed, e.g. by a workspace)."""
         if e is not None:
-            if self._cached is not None and not self._local(e):
-                self._cached = None
-            if self._cached is not None:
-                self._cached = _shift_cached(self._cached, self.src, new, e)
+            if self._cached is not None or self._regions is not None:
+                fn = self._edited_function(e)
+                if fn is not None and not _same_function(fn, new, e, len(new.data) - len(self.src.data)):
+                    fn = None
+                if fn is None:
+                    self._drop()
+                else:
+                    changed = self._changed_text(e)
+                    s = self.src.byte_offset(e.start_line, e.start_col)
+                    t = self.src.byte_offset(e.end_line, e.end_col)
+                    delta = len(new.data) - len(self.src.data)
+                    if self._cached is not None:
+                        if _consulted(fn.start_byte, fn.end_byte, changed, self._cached.touched, self._cached.watched):
+                            self._cached = None
+                        else:
+                            self._cached = _shift_cached(self._cached, self.src, new, e)
+                    if self._regions is not None:  # carried across the edit when next needed (often never)
+                        self._regions.pending.append(_Pending(fn.start_byte, fn.end_byte, changed, s, t, delta, e))
         elif new.text != self.src.text:
-            self._cached = None
+            self._drop()
         self.src = new
         self._ix = None
 
-    def _local(self, e: TextEdit) -> bool:
-        cached = self._cached
-        assert cached is not None
+    def _changed_text(self, e: TextEdit) -> str:
+        src = self.src
+        s = src.byte_offset(e.start_line, e.start_col)
+        t = src.byte_offset(e.end_line, e.end_col)
+        return src.data[s:t].decode("utf-8", "surrogatepass") + "\n" + e.new_text
+
+    def _edited_function(self, e: TextEdit) -> Node | None:
+        """The innermost function whose body holds the whole edit, when the edit spells none of the words that
+        can change what a function is or what opens a capture (None otherwise: nothing is kept)."""
         src = self.src
         s = src.byte_offset(e.start_line, e.start_col)
         t = src.byte_offset(e.end_line, e.end_col)
         old_text = src.data[s:t].decode("utf-8", "surrogatepass")
         if any(w in old_text or w in e.new_text for w in _LOCAL_EDIT_BLOCKERS):
-            return False
-        if any(re.search(rf"\b{re.escape(w)}\b", old_text + "\n" + e.new_text) for w in cached.watched):
-            return False
+            return None
         node = src.root.descendant_for_byte_range(s, max(s, t))
-        fn = None
         while node is not None:
             if node.type == "function_definition":
+                # inside the body, or in the comments between the header's colon and the body
+                colon = next((c for c in node.children if c.type == ":"), None)
                 body = node.child_by_field_name("body")
-                if body is not None and body.start_byte < s and t <= body.end_byte:
-                    fn = node
-                break
+                if colon is not None and body is not None and colon.end_byte <= s and t <= body.end_byte:
+                    return node
+                return None
             node = node.parent
-        if fn is None:
-            return False
-        return not any(a < fn.end_byte and fn.start_byte < b for a, b in cached.touched)
+        return None
 
     def analyse(self, config: ScanConfig | None = None, workspace: Workspace | None = None,
                 rulebook: RuleBook | None = None) -> list[SourceFinding]:
         book = rulebook or _default_book()
         cfg = config or ScanConfig()
         key = (cfg, id(workspace), workspace.others_generation(self.path) if workspace is not None else 0, id(book))
+        facts = _file_facts(self.src)
+        if facts != self._facts:
+            self._drop()
         if self._cached is not None and self._cached.key == key:
             self.last_was_incremental = True
+            self.last_reused_regions = len(self._regions.entries) if self._regions is not None else 0
             return list(self._cached.findings)
         self.last_was_incremental = False
         if workspace is not None:
@@ -311,9 +569,67 @@ class Document:
         ix = self.ix
         ix.touched.clear()
         ix.watched.clear()
-        findings = _analyse_index(ix, config=cfg, workspace=workspace, book=book)
-        self._cached = _Cached(key, findings, list(ix.touched), frozenset(ix.watched))
+        cached = self._regions.current() if self._regions is not None and self._regions.key == key else None
+        findings, entries = _analyse_doc(ix, config=cfg, workspace=workspace, book=book, cached=cached)
+        touched = list(ix.touched)
+        watched = set(ix.watched)
+        for entry in entries:
+            touched.extend(entry.touched)
+            watched |= entry.watched
+        self._cached = _Cached(key, findings, touched, frozenset(watched))
+        self._regions = _RegionCache(key, {en.ident: en for en in entries})
+        self.last_reused_regions = sum(1 for en in entries if cached is not None and cached.get(en.ident) is en)
+        self._facts = facts
         return list(findings)
+
+
+def _same_function(fn: Node, new: ParsedSource, e: TextEdit, delta: int) -> bool:
+    """`fn` (of the tree before edit `e`) has no syntax error, and the new tree has it at the same place with no
+    syntax error either: the edit changed nothing outside its body (error recovery can regroup code otherwise)."""
+    if fn.has_error:
+        return False
+    s = new.byte_offset(e.start_line, e.start_col)
+    node: Node | None = new.root.descendant_for_byte_range(s, s + len(e.new_text.encode("utf-8", "surrogatepass")))
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    return (node is not None and not node.has_error and node.start_byte == fn.start_byte
+            and node.end_byte == fn.end_byte + delta)
+
+
+def _consulted(a0: int, b0: int, changed: str, touched: list[tuple[int, int]], watched: frozenset[str]) -> bool:
+    """Whether an edit inside the function spanning bytes [a0, b0) (old and new text `changed`) may change an
+    analysis that consulted the byte ranges `touched` and every mention of the names `watched`."""
+    if any(re.search(rf"\b{re.escape(w)}\b", changed) for w in watched):
+        return True
+    return any(a < b0 and a0 < b for a, b in touched)
+
+
+def _shift_byte(b: int, s: int, t: int, delta: int) -> int:
+    if b >= t:
+        return b + delta
+    if b <= s:
+        return b
+    raise ValueError("inside the edit")
+
+
+def _shift_entry(entry: _RegionEntry, s: int, t: int, delta: int, e: TextEdit) -> _RegionEntry | None:
+    try:
+        kind, *rest = entry.ident
+        a, b, c, d = (_shift_byte(x, s, t, delta) for x in rest)
+        recs: list[_Rec] = []
+        for r in entry.recs:
+            sl, sc = _shift_point(r.sl, r.sc, e)
+            el, ec = _shift_point(r.el, r.ec, e)
+            site = CaptureSite(r.site.path, _shift_point(r.site.line, 0, e)[0], r.site.kind)
+            recs.append(replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta),
+                                end_byte=_shift_byte(r.end_byte, s, t, delta), sl=sl, sc=sc, el=el, ec=ec,
+                                site=site, fixes=tuple(_shift_fix(x, e) for x in r.fixes)))
+        owner = _shift_byte(entry.owner, s, t, delta) if entry.owner >= 0 else -1
+    except ValueError:
+        return None
+    touched = [(x + delta if x >= t else x, y + delta if y >= t else y) for x, y in entry.touched
+               if not (x < t and s < y)]
+    return _RegionEntry((kind, a, b, c, d), owner, recs, touched, entry.watched)
 
 
 def _shift_point(line: int, col: int, e: TextEdit) -> tuple[int, int]:

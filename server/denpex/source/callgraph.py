@@ -299,6 +299,7 @@ class Resolver:
         if param not in params:
             return []
         pos = params.index(param)
+        ix.watched.add(info.name)  # a call of it added anywhere in the file may bind the parameter
         out: list[Target] = []
         for call in self._calls_named(ix, info.name):
             owner = ix.enclosing_function(call)

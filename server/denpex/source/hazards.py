@@ -929,7 +929,10 @@ def _has_scheduler(ix: FileIndex, opt: Node) -> bool:
 
 
 def _logging_level_low(ix: FileIndex) -> bool:
-    text = ix.src.text
+    return logging_level_low(ix.src.text)
+
+
+def logging_level_low(text: str) -> bool:
     for marker in ("basicConfig(", "setLevel("):
         pos = text.find(marker)
         while pos >= 0:
@@ -943,7 +946,12 @@ def _logging_level_low(ix: FileIndex) -> bool:
 def _fresh_name(ix: FileIndex, base: str) -> str:
     if not ix.has(base.encode()):
         return base
-    text = ix.src.text
+    return fresh_name(ix.src.text, base)
+
+
+def fresh_name(text: str, base: str) -> str:
+    if base not in text:
+        return base
     i = 2
     while f"{base}{i}" in text:
         i += 1
@@ -974,6 +982,7 @@ def _identifiers(ix: FileIndex, name: str, start: int, end: int) -> Iterator[Nod
     search for the whole word, then a lookup in the tree: no walk, and no scopes built as a side effect). A range
     of more than a few kilobytes is searched through the file's offsets of the word, found once per file and
     name, so the many captures of one module do not search the module again each."""
+    ix.touched.append((start, end))
     find = ix.src.root.descendant_for_byte_range
     n = len(name.encode())
     offsets: Iterable[int]
@@ -1346,6 +1355,8 @@ class AroundIndex:
     def scope_nodes(self, owner: Node, body: Node, start: int) -> _ScopeNodes:
         """The nodes of scope `owner` (a module or function, `body` its body), outside nested definitions, that
         start at or after byte `start` at least (captures come in document order: the first one's end is kept)."""
+        if owner.type == "function_definition":
+            self.ix.touched.append((owner.start_byte, owner.end_byte))
         sn = self._scopes.get(owner.id)
         if sn is None or start < sn.start:
             sn = self._scopes[owner.id] = _ScopeNodes(start=start)
@@ -1386,6 +1397,10 @@ class AroundIndex:
             for v in lists:
                 sn.looped[id(v)] = [n for n in v if _enclosing_loop(n, body) is not None]
         return sn
+
+    def start_region(self) -> None:
+        """Forget the remembered kinds: each region records the code its own kind lookups consult."""
+        self._kinds.clear()
 
     def kind_cat(self, node: Node) -> str:
         cat = self._kinds.get(node.id)
@@ -1743,6 +1758,8 @@ def _scope_table(ix: FileIndex, table: str, owner: Node) -> dict[str, list[Node]
     """Nodes of scope `owner` (not of nested functions) matched by one of `_TABLE_QUERIES`, by the text of their
     key, in document order; built once per file index and scope (a module with many captures is not queried
     again per capture)."""
+    if owner.type == "function_definition":
+        ix.touched.append((owner.start_byte, owner.end_byte))
     found = ix.scope_tables.get((table, owner.id))
     if found is None:
         found = ix.scope_tables[(table, owner.id)] = {}

@@ -323,6 +323,8 @@ class FileIndex:
     def scope(self, owner: Node) -> Scope:
         cached = self._scopes.get(owner.id)
         if cached is not None:
+            if owner.type == "function_definition":  # every use is a dependency of the analysis using it
+                self.touched.append((owner.start_byte, owner.end_byte))
             return cached
         scope = Scope(owner)
         if owner.type == "function_definition":

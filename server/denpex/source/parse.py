@@ -7,6 +7,7 @@ A `ParsedSource` keeps the text, its UTF-8 bytes, the tree and the line table. T
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -31,16 +32,28 @@ def compile_query(source: str) -> Query:
     return query
 
 
+def _in_document_order(caps: dict[str, list[Node]]) -> dict[str, list[Node]]:
+    # the cursor's order is not document order, and differs between a fresh and an incrementally reparsed tree
+    # of the same text: sorted, results do not depend on the edit history
+    for nodes in caps.values():
+        nodes.sort(key=_doc_key)
+    return caps
+
+
+def _doc_key(n: Node) -> tuple[int, int]:
+    return n.start_byte, -n.end_byte
+
+
 def run_query(source: str, node: Node) -> dict[str, list[Node]]:
-    """Captures of a (cached) query under `node`, by capture name."""
-    return QueryCursor(compile_query(source)).captures(node)
+    """Captures of a (cached) query under `node`, by capture name, each list in document order."""
+    return _in_document_order(QueryCursor(compile_query(source)).captures(node))
 
 
 def run_query_range(source: str, node: Node, start_byte: int, end_byte: int) -> dict[str, list[Node]]:
-    """Captures of a (cached) query for matches intersecting [start_byte, end_byte)."""
+    """Captures of a (cached) query for matches intersecting [start_byte, end_byte), in document order."""
     cursor = QueryCursor(compile_query(source))
     cursor.set_byte_range(max(0, start_byte), max(start_byte, end_byte))
-    return cursor.captures(node)
+    return _in_document_order(cursor.captures(node))
 
 
 def any_of(names: object) -> str:
@@ -68,6 +81,36 @@ class ParsedSource:
     tree: Tree
     line_starts: list[int] = field(default_factory=list)
     ascii: bool = True
+    # (bytes, whole-word?) -> start offsets of its occurrences (see `occurrences`); carried across edits
+    _occ: dict[tuple[bytes, bool], list[int]] = field(default_factory=dict, repr=False, compare=False)
+
+    def occurrences(self, word: bytes, word_end: bool = False) -> list[int]:
+        """Start offsets of `word` in the data, in order (with `word_end`: the matches of `_word_re(word)`, i.e.
+        not followed by a word character when the word ends with one). Remembered, and after an edit derived from
+        the previous source's list: only the bytes around the edit are searched again."""
+        key = (word, word_end)
+        found = self._occ.get(key)
+        if found is None:
+            rx = _word_re(word) if word_end else _plain_re(word)
+            found = self._occ[key] = [m.start() for m in rx.finditer(self.data)]
+        return found
+
+    def _carry_occurrences(self, new: ParsedSource, s: int, t: int, new_t: int) -> None:
+        """Fill `new`'s remembered occurrences from this source's, for the edit replacing bytes [s, t) by the
+        bytes [s, new_t) of `new`."""
+        delta = new_t - t
+        for (word, word_end), old in self._occ.items():
+            if any(word[:k] == word[-k:] for k in range(1, len(word))):
+                continue  # a word that can overlap itself: searched afresh when asked
+            n = len(word) + (1 if word_end else 0)  # the bytes a match at o reads: [o, o + n)
+            keep = bisect_right(old, s - n)  # matches that read only bytes before the edit
+            moved = bisect_left(old, t)  # matches that start at or after its end
+            rx = _word_re(word) if word_end else _plain_re(word)
+            # the new matches start in [s - n + 1, new_t) and read no byte past new_t - 1 + n
+            end = min(len(new.data), new_t - 1 + n)
+            mid = [m.start() for m in rx.finditer(new.data, max(0, s - n + 1), end) if m.start() < new_t]
+            after = [o + delta for o in old[moved:]] if delta else old[moved:]
+            new._occ[(word, word_end)] = old[:keep] + mid + after
 
     @property
     def root(self) -> Node:
@@ -137,7 +180,16 @@ class ParsedSource:
         )
         new_tree = _parser().parse(data, tree)
         text = data.decode("utf-8", "surrogatepass")
-        return ParsedSource(text, data, new_tree, _line_starts(data), data.isascii())
+        # the line starts outside the replaced range carry over (shifted after it): no scan of the whole file
+        old_starts = self.line_starts
+        i1 = bisect_right(old_starts, start_b)
+        i2 = bisect_right(old_starts, end_b)
+        delta = len(new_bytes) - (end_b - start_b)
+        inserted = [start_b + i + 1 for i, ch in enumerate(new_bytes) if ch == 10] if nl else []
+        starts = old_starts[:i1] + inserted + ([x + delta for x in old_starts[i2:]] if delta else old_starts[i2:])
+        out = ParsedSource(text, data, new_tree, starts, data.isascii())
+        self._carry_occurrences(out, start_b, end_b, new_end_b)
+        return out
 
     def _ls(self, row: int) -> int:
         return self.line_starts[row] if row < len(self.line_starts) else len(self.data)
@@ -147,6 +199,11 @@ def parse(text: str) -> ParsedSource:
     data = text.encode("utf-8", "surrogatepass")
     tree = _parser().parse(data)
     return ParsedSource(text, data, tree, _line_starts(data), data.isascii())
+
+
+@cache
+def _plain_re(word: bytes) -> re.Pattern[bytes]:
+    return re.compile(re.escape(word))
 
 
 @cache
@@ -162,13 +219,13 @@ def tokens(src: ParsedSource, word: str, node_type: str | None = None) -> list[N
     comments or longer names are dropped because the node found there is not that token."""
     want = node_type or word
     w = word.encode()
-    if w not in src.data:
+    offsets = src.occurrences(w, word_end=True)
+    if not offsets:
         return []
     find = src.root.descendant_for_byte_range
     n = len(w)
     out: list[Node] = []
-    for m in _word_re(w).finditer(src.data):
-        s = m.start()
+    for s in offsets:
         node = find(s, s + n)
         if node is not None and node.type == want and node.start_byte == s and node.end_byte == s + n:
             out.append(node)
