@@ -171,8 +171,8 @@ def main() -> int:
     print(f"  full analysis (parse + index + analysis): {ip['full_ms']:.1f} ms   (target <= 30 ms)")
     print(f"  one-line edit outside captured code, re-analysis: {ip['edit_ms']:.2f} ms   (target <= 10 ms; "
           f"{int(ip['edit_incremental'])}/21 reused findings)")
-    print(f"  one-line edit inside captured code (full re-analysis after incremental reparse): "
-          f"{ip['edit_captured_ms']:.1f} ms")
+    print(f"  one-line edit inside captured code (regions that read the edited function re-run): "
+          f"{ip['edit_captured_ms']:.1f} ms   (target <= 10 ms)")
     print(env_note, end="")
     return 0
 

@@ -75,6 +75,7 @@ class Workspace:
         self._changed_at: dict[str, int] = {}
         self._removed_at = 0
         self._word_cache: dict[str, tuple[int, frozenset[str]]] = {}
+        self._imported_cache: dict[tuple[str, str], tuple[int, bool]] = {}
 
     # ---- files ---------------------------------------------------------------------------------------------
     def add_text(self, path: str, text: str) -> None:
@@ -187,14 +188,24 @@ class Workspace:
     def imported_elsewhere(self, path: str, name: str) -> bool:
         """Another file may import `name` from `path`: its text spells the module's last name and `name`
         as words (a cheap over-approximation; used to refuse fixes that need every use of a global)."""
+        key = (path, name)
+        hit = self._imported_cache.get(key)
+        if hit is not None and hit[0] == self.generation:
+            return hit[1]
         stems = {m.rsplit(".", 1)[-1] for m in module_names(path, self.roots)}
+        found = False
         for p in self.paths():
             if p == path:
                 continue
+            text = self.text(p) or ""
+            if not any(stem in text for stem in stems) or name not in text or "import" not in text:
+                continue  # substring tests first (the module's own name is rare): word sets only where needed
             words = self._words(p)
             if name in words and "import" in words and not stems.isdisjoint(words):
-                return True
-        return False
+                found = True
+                break
+        self._imported_cache[key] = (self.generation, found)
+        return found
 
     def _words(self, path: str) -> frozenset[str]:
         """The identifier-like words of a file, cached until the file changes."""
