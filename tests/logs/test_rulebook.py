@@ -52,3 +52,11 @@ def test_seed_signatures_are_recognised_and_explained() -> None:
 
 def test_schema_ships_next_to_rules() -> None:
     assert (builtin_rules_dir() / "rule.schema.json").is_file()
+
+
+def test_every_shipped_rule_file_matches_the_schema() -> None:
+    """Start-up skips validating the shipped rules, so this test is their schema check."""
+    from denpex.rulebook.loader import load_rule_file, rule_files
+
+    for path in rule_files(builtin_rules_dir()):
+        load_rule_file(path, validate=True)  # raises RuleBookError naming file and field
