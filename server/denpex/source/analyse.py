@@ -267,7 +267,12 @@ def _file_facts(src: ParsedSource) -> tuple[object, ...]:
     spaceless = text.replace(" ", "") if has("register_generator_state") else None
     logging_low = (has("basicConfig(") or has("setLevel(")) and logging_level_low(text)
     names = tuple(fresh_name(text, b) if has(b) else b for b in ("warmup_stream", "capture_stream"))
-    return (tuple(has(w) for w in _FACT_WORDS), logging_low, names, spaceless)
+    # after a load_state_dict, restores of capturable / state["step"] and state_dict() sources anywhere in the file
+    optim = tuple(len(src.occurrences(w)) for w in _OPTIM_WORDS) if has("load_state_dict") else ()
+    return (tuple(has(w) for w in _FACT_WORDS), logging_low, names, spaceless, optim)
+
+
+_OPTIM_WORDS = (b"capturable", b'step"]', b"step']", b"state_dict(")
 
 
 def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: set[str],

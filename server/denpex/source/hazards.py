@@ -34,7 +34,7 @@ from denpex.source.parse import (
     strip_parens,
     walk,
 )
-from denpex.source.regions import CG_MODES, CaptureRegion, is_inside_stream_context
+from denpex.source.regions import CG_MODES, CaptureRegion, _string_value, is_inside_stream_context
 
 DEFAULT_GUARDS = frozenset({
     "is_current_stream_capturing", "is_graph_capturing", "get_is_capture_mode", "is_capturing",
@@ -491,6 +491,8 @@ class CaptureWalker:
                 edit = TextEdit(el, ec - 1, el, ec - 1, f"{sep}capturable=True")
             self.report("optimizer-not-capturable", call, frame, [F.fix("Create the optimizer with capturable=True", "safe", [edit])])
             return
+        if ix is self.region.ix and ix.has(b"load_state_dict"):
+            loaded_state_hazard(self.region, ctor, self.sink)
         lr = kwarg(ix, ctor, "lr")
         if lr is not None and ix.kind(lr).cat == "scalar" and _has_scheduler(ix, recv):
             new = f'{F.torch_alias(ix)}.tensor({ix.text(lr)}, device="cuda")'
@@ -1438,7 +1440,9 @@ def around_region(region: CaptureRegion, resolver: Resolver, sink: Sink, index: 
     _region_settings(region, sink)
     if region.kind == "compile":
         _compile_outputs(region, sink)
+        compile_mutated_inputs(region, resolver, sink)
         return
+    legacy_stream_step(region, resolver, sink)
     if region.kind == "capture_begin" and not is_inside_stream_context(ix, region.anchor) and region.stream_arg is None:
         sink(Hit("capture-begin-default-stream", ix, region.site, region, (), [f for f in [_side_stream_capture_fix(region)] if f]))
     if region.kind not in ("graph", "capture_begin", "wrapper") or not region.graph_name:
@@ -1845,3 +1849,355 @@ def _region_settings(region: CaptureRegion, sink: Sink) -> None:
 def _value_text(ix: FileIndex, node: Node) -> str:
     assign, _s, _p = ix.lookup(ix.text(node), node)
     return ix.text(assign.value) if assign is not None and assign.value is not None else ""
+
+
+# ---- module constants folded in `if` conditions (`FIX = "none"` ... `if FIX == "flag":`) ----------------------
+def _const_value(ix: FileIndex, node: Node, depth: int = 0) -> object:
+    """The value of a literal, or of a name bound once at module level to a literal; `_UNKNOWN` otherwise."""
+    node = strip_parens(node)
+    t = node.type
+    if t == "true":
+        return True
+    if t == "false":
+        return False
+    if t == "none":
+        return None
+    if t == "integer":
+        try:
+            return int(ix.text(node), 0)
+        except ValueError:
+            return _UNKNOWN
+    if t == "string":
+        text = ix.text(node)
+        if any(c.type == "interpolation" for c in node.named_children) or text[:1] not in ("'", '"'):
+            return _UNKNOWN
+        return _string_value(ix, node)
+    if t in ("tuple", "list", "set"):
+        vals = [_const_value(ix, c, depth) for c in node.named_children if c.type != "comment"]
+        return _UNKNOWN if any(v is _UNKNOWN for v in vals) else tuple(vals)
+    if t == "identifier" and depth < 3:
+        name = ix.text(node)
+        assign, scope, is_param = ix.lookup(name, node)
+        if is_param or assign is None or assign.value is None or scope is None or scope.node.type != "module":
+            return _UNKNOWN
+        if len(scope.assigns.get(name, ())) != 1 or name in scope.globals:
+            return _UNKNOWN
+        st = _stmt_of(assign.stmt)
+        if st.parent is None or st.parent.type != "module":
+            return _UNKNOWN  # bound inside a branch, loop, with or try
+        return _const_value(ix, assign.value, depth + 1)
+    return _UNKNOWN
+
+
+_UNKNOWN = object()
+
+
+def _const_truth(ix: FileIndex, cond: Node | None) -> bool | None:
+    """True/False when a condition folds to a constant (module constants, literals, ==, !=, in, not in, not,
+    and, or); None when it does not."""
+    if cond is None:
+        return None
+    cond = strip_parens(cond)
+    t = cond.type
+    if t == "not_operator":
+        arg = cond.child_by_field_name("argument")
+        v = _const_truth(ix, arg)
+        return None if v is None else not v
+    if t == "boolean_operator":
+        a = _const_truth(ix, cond.child_by_field_name("left"))
+        b = _const_truth(ix, cond.child_by_field_name("right"))
+        op = next((ix.text(c) for c in cond.children if not c.is_named), "")
+        if op == "and":
+            return False if a is False or b is False else (True if a and b else None)
+        return True if a is True or b is True else (False if a is False and b is False else None)
+    if t == "comparison_operator":
+        operands = [c for c in cond.named_children if c.type != "comment"]
+        ops = " ".join(ix.text(c) for c in cond.children if not c.is_named)
+        if len(operands) != 2 or ops not in ("==", "!=", "in", "not in"):
+            return None
+        lv, rv = (_const_value(ix, o) for o in operands)
+        if lv is _UNKNOWN or rv is _UNKNOWN:
+            return None
+        if ops in ("in", "not in"):
+            if not isinstance(rv, tuple):
+                return None
+            return (lv in rv) == (ops == "in")
+        return (lv == rv) == (ops == "==")
+    cv = _const_value(ix, cond)
+    return None if cv is _UNKNOWN or isinstance(cv, tuple) else bool(cv)
+
+
+def _dead_code(ix: FileIndex, node: Node) -> bool:
+    """`node` sits in a branch whose condition folds to a constant that never takes it."""
+    child = node
+    p = node.parent
+    while p is not None and p.type not in ("function_definition", "module"):
+        if p.type == "if_statement":
+            cons = p.child_by_field_name("consequence")
+            if cons is not None and cons.id == child.id and _const_truth(ix, p.child_by_field_name("condition")) is False:
+                return True
+            if child.type in ("elif_clause", "else_clause") and _const_truth(ix, p.child_by_field_name("condition")) is True:
+                return True
+        elif p.type == "elif_clause":
+            cons = p.child_by_field_name("consequence")
+            if cons is not None and cons.id == child.id and _const_truth(ix, p.child_by_field_name("condition")) is False:
+                return True
+        child, p = p, p.parent
+    return False
+
+
+# ---- capturable optimizer reset by load_state_dict (DPX410 / DPX411) --------------------------------------------
+_SUBSCRIPT_ASSIGNS = "(assignment left: (subscript subscript: (string) @key)) @assign"
+
+
+def _restores(ix: FileIndex, load: Node, limit: int) -> tuple[bool, bool]:
+    """(flag restored, steps moved) after the `load_state_dict` call `load`: `x["capturable"] = ...` and
+    `x["step"] = ...` assignments (live, after the call in its scope and before byte `limit`, or anywhere in
+    another function: a helper is given the benefit of the doubt), or `capturable=True` passed to a call."""
+    flag = steps = False
+    scope = ix.scope_of(load).node
+    caps = run_query(_SUBSCRIPT_ASSIGNS, ix.src.root)
+    for assign, key in zip(caps.get("assign", []), caps.get("key", []), strict=False):
+        which = _string_value(ix, key)
+        if which not in ("capturable", "step"):
+            continue
+        owner = ix.scope_of(assign).node
+        if owner.id == scope.id:
+            if not (load.end_byte <= assign.start_byte < limit) or _dead_code(ix, assign):
+                continue
+        else:
+            ix.touched.append((owner.start_byte, owner.end_byte))
+        if which == "capturable":
+            flag = True
+        else:
+            steps = True
+    if not flag:
+        for call in run_query("(call) @call", ix.src.root).get("call", []):
+            if load.end_byte <= call.start_byte < limit and ix.scope_of(call).node.id == scope.id:
+                cap = kwarg(ix, call, "capturable")
+                if cap is not None and _truthy(ix, cap) and not _dead_code(ix, call):
+                    flag = True
+                    break
+    return flag, steps
+
+
+def _saved_by_noncapturable(ix: FileIndex) -> bool:
+    """The file saves the state of an optimizer built without capturable=True (`old.state_dict()`)."""
+    for call in run_query("(call) @call", ix.src.root).get("call", []):
+        f = call.child_by_field_name("function")
+        if f is None or f.type != "attribute" or ix.text(f.child_by_field_name("attribute") or f) != "state_dict":
+            continue
+        obj = f.child_by_field_name("object")
+        k = ix.kind(obj) if obj is not None else None
+        if k is not None and k.cat == "optimizer" and _capturable_optimizer(ix, k) and k.node is not None:
+            cap = kwarg(ix, k.node, "capturable")
+            if cap is None or not _truthy(ix, cap):
+                return True
+    return False
+
+
+def loaded_state_hazard(region: CaptureRegion, ctor: Node, sink: Sink) -> None:
+    """An optimizer built with capturable=True, then `opt.load_state_dict(...)` before the capture that steps it:
+    loading a checkpoint of a non-capturable optimizer sets param_groups' capturable back to False (DPX410) and
+    leaves state["step"] on the CPU (DPX411, once the flag alone is restored)."""
+    ix = region.ix
+    parent = ctor.parent
+    if parent is None or parent.type != "assignment" or parent.child_by_field_name("right") != ctor:
+        return
+    left = parent.child_by_field_name("left")
+    if left is None or left.type != "identifier":
+        return
+    name = ix.text(left)
+    scope = ix.scope_of(ctor).node
+    body = scope if scope.type == "module" else scope.child_by_field_name("body")
+    if body is None:
+        return
+    if scope.type != "module":
+        ix.touched.append((scope.start_byte, scope.end_byte))
+    same = ix.scope_of(region.anchor).node.id == scope.id
+    limit = region.anchor.start_byte if same else body.end_byte
+    load: Node | None = None
+    for n in _identifiers(ix, name, ctor.end_byte, limit):
+        p = n.parent
+        if p is None or p.type != "attribute" or p.child_by_field_name("object") != n:
+            continue
+        attr = p.child_by_field_name("attribute")
+        call = p.parent
+        if attr is None or ix.text(attr) != "load_state_dict" or call is None or call.type != "call":
+            continue
+        if ix.scope_of(n).node.id == scope.id and not _dead_code(ix, call):
+            load = call
+    if load is None:
+        return
+    for n in _identifiers(ix, name, load.end_byte, limit):  # handed to code we cannot see after the load
+        p = n.parent
+        call = p.parent if p is not None and p.type == "argument_list" else None
+        if call is not None and call.type == "call" and ix.scope_of(n).node.id == scope.id:
+            f = call.child_by_field_name("function")
+            q = ix.qualname(f) if f is not None else None
+            if q is not None and q.split(".", 1)[0] not in ("torch", "print", "copy"):
+                fn = f if f is not None and f.type == "identifier" else None
+                if fn is None or not any(fi.name == ix.text(fn) and fi.class_name is None for fi in ix.functions):
+                    return
+    flag, steps = _restores(ix, load, limit)
+    if flag and steps:
+        return
+    known = _saved_by_noncapturable(ix)
+    sev: Severity | None = None if known else "warning"
+    stmt = _stmt_of(load)
+    torch = F.torch_alias(ix)
+    lines: list[str] = []
+    if not flag:
+        g = _fresh_name(ix, "opt_group")
+        lines += [f"for {g} in {name}.param_groups:", f'    {g}["capturable"] = True']
+    if not steps:
+        st = _fresh_name(ix, "opt_state")
+        lines += [f"for {st} in {name}.state.values():",
+                  f'    {st}["step"] = {st}["step"].to(device="cuda", dtype={torch}.float32)']
+    fx = F.fix("Restore capturable after load_state_dict" if not flag else "Move state['step'] to the GPU after load_state_dict",
+               "unsafe", [F.insert_after_statement(ix, stmt, lines)]) if stmt.parent is not None and stmt.parent.type in ("module", "block") else None
+    origin = "" if known else " (when the checkpoint was saved by an optimizer with capturable=False)"
+    if not flag:
+        msg = ("load_state_dict() takes the saved param_groups: loading a non-capturable checkpoint sets capturable "
+               f"back to False{origin}, and the captured {name}.step() raises; set group['capturable'] = True again and "
+               "move state['step'] to the GPU")
+        sink(Hit("optimizer-capturable-reset-by-load", ix, load, region, (), [fx] if fx else [], sev, msg))
+    else:
+        msg = ("capturable is restored after load_state_dict(), but state['step'] stays where the checkpoint put "
+               f"it, on the CPU{origin}: the first step asserts 'params and state_steps must be on supported "
+               "devices'; move every state['step'] to the GPU as float32")
+        sink(Hit("optimizer-state-step-on-cpu", ix, load, region, (), [fx] if fx else [], sev, msg))
+
+
+# ---- reduce-overhead on a function that mutates its inputs (DPX701) --------------------------------------------
+_NOT_MUTATING = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
+
+
+def compile_mutated_inputs(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None:
+    """An in-place method (`buf.add_(1)`) on a parameter of a function compiled with CUDA graphs: Inductor skips
+    cudagraphs for that graph ('skipping cudagraphs due to mutated inputs'; an error with
+    TORCHINDUCTOR_CUDAGRAPH_OR_ERROR=1)."""
+    ix = region.ix
+    funcs: list[Node] = list(region.functions)
+    for expr in region.callables:
+        for t in resolve_region_callable(resolver, ix, expr):
+            if t.ix is ix and t.func.class_name is None:
+                funcs.append(t.func.node)
+    for fn in funcs:
+        body = fn.child_by_field_name("body")
+        if body is None:
+            continue
+        ix.touched.append((fn.start_byte, fn.end_byte))
+        for call in run_query_range("(call function: (attribute object: (identifier) @obj attribute: (identifier) @m)) @call",
+                                    body, body.start_byte, body.end_byte).get("call", []):
+            f = call.child_by_field_name("function")
+            if f is None or _in_nested_definition(call, fn) or _def_of(call) != fn:
+                continue
+            obj = f.child_by_field_name("object")
+            m = f.child_by_field_name("attribute")
+            if obj is None or m is None or obj.type != "identifier":
+                continue
+            meth = ix.text(m)
+            if not (meth.endswith("_") and not meth.endswith("__") and not meth.startswith("_")) or meth in _NOT_MUTATING:
+                continue
+            _a, _s, is_param = ix.lookup(ix.text(obj), call)
+            if not is_param or ix.text(obj) in ("self", "cls"):
+                continue
+            sink(Hit("compile-mutated-input", ix, call, region, (), [], None,
+                     f"{ix.text(obj)}.{meth}(...) mutates an input of a function compiled with CUDA graphs: Inductor "
+                     "skips cudagraphs for this graph ('skipping cudagraphs due to mutated inputs'; a RuntimeError with "
+                     "TORCHINDUCTOR_CUDAGRAPH_OR_ERROR=1); return a new tensor or make it a module buffer"))
+
+
+# ---- an eager step's graph kept alive on the legacy stream (DPX107) --------------------------------------------
+_DETACHED_RETURNS = (".item()", ".detach()", ".tolist()", ".cpu()", ".numpy()")
+
+
+def _keeps_graph(ix: FileIndex, fn: Node) -> bool:
+    """The function runs `.backward(` and returns a value that can hold the autograd graph."""
+    body = fn.child_by_field_name("body")
+    if body is None:
+        return False
+    back = ret = False
+    for n in walk(body):
+        if n.type not in ("call", "return_statement") or _def_of(n) != fn:
+            continue
+        if _in_nested_definition(n, fn):
+            continue
+        if n.type == "call":
+            f = n.child_by_field_name("function")
+            if f is not None and f.type == "attribute" and ix.text(f.child_by_field_name("attribute") or f) == "backward":
+                back = True
+        elif n.type == "return_statement":
+            v = n.named_children[0] if n.named_children else None
+            if v is not None and v.type != "none" and not ix.text(v).endswith(_DETACHED_RETURNS) and v.type not in (
+                    "integer", "float", "string", "true", "false"):
+                ret = True
+    return back and ret
+
+
+def _stream_with(ix: FileIndex, st: Node) -> bool:
+    if st.type != "with_statement":
+        return False
+    clause = next((c for c in st.children if c.type == "with_clause"), None)
+    for item in clause.named_children if clause is not None else []:
+        v = item.child_by_field_name("value")
+        if v is not None and v.type == "call":
+            f = v.child_by_field_name("function")
+            if f is not None and ix.qualname(f) in ("torch.cuda.stream", "torch.cuda.StreamContext"):
+                return True
+    return False
+
+
+def legacy_stream_step(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None:
+    """`out = step()` on the default stream before the side-stream warm-up, where step() runs backward and returns
+    a tensor, and the capture runs step() again while `out` is alive: `out` keeps the autograd graph, so the
+    parameters' AccumulateGrad nodes stay on the legacy stream and the captured backward raises 906."""
+    ix = region.ix
+    if region.kind not in ("graph", "capture_begin", "wrapper") or not ix.has(b"backward") or not ix.has(b"stream("):
+        return
+    captured: dict[int, Node] = {}
+    for st in region.stmts:
+        for n in walk(st):
+            if n.type == "call":
+                for t in resolver.resolve_call(ix, n, EMPTY_ENV):
+                    if t.ix is ix and t.func.class_name is None:
+                        captured[t.func.node.id] = t.func.node
+    fns = {k: v for k, v in captured.items() if _keeps_graph(ix, v)}
+    if not fns:
+        return
+    anchor = region.anchor
+    if anchor.parent is None or anchor.parent.type not in ("module", "block") or is_inside_stream_context(ix, anchor):
+        return
+    before = list(reversed(_siblings_before(anchor)))
+    warm = next((i for i, s in enumerate(before) if _stream_with(ix, s)), None)
+    if warm is None:
+        return
+    for i, st in enumerate(before[:warm]):
+        if st.type != "expression_statement" or not st.named_children or st.named_children[0].type != "assignment":
+            continue
+        asg = st.named_children[0]
+        left, right = asg.child_by_field_name("left"), asg.child_by_field_name("right")
+        if left is None or right is None or left.type != "identifier" or right.type != "call":
+            continue
+        if not any(t.ix is ix and t.func.node.id in fns for t in resolver.resolve_call(ix, right, EMPTY_ENV)):
+            continue
+        name = ix.text(left)
+        released = False
+        for later in before[i + 1:]:
+            deleted = later.type == "delete_statement" and any(
+                n.type == "identifier" and ix.text(n) == name for n in walk(later))
+            if deleted or (later.type == "expression_statement" and name in _bound_names(ix, later)):
+                released = True
+        if released:
+            continue
+        w = before[warm]
+        reads_later = any(n.id != left.id and not (st.start_byte <= n.start_byte < w.start_byte)
+                          for n in _identifiers(ix, name, 0, len(ix.src.data)))
+        fx = None if reads_later else F.fix(f"Release {name} (and its autograd graph) before the side-stream warm-up",
+                                            "unsafe", [F.insert_before_statement(ix, w, [f"del {name}"])])
+        sink(Hit("eager-graph-on-legacy-stream", ix, asg, region, (), [fx] if fx else [], None,
+                 f"{name} keeps the autograd graph of an eager backward run on the default (legacy) stream: the "
+                 "parameters' AccumulateGrad nodes stay on the legacy stream, and the captured backward raises "
+                 "'operation would make the legacy stream depend on a capturing blocking stream' (906); run this "
+                 "call inside the side-stream warm-up or `del` the result before it"))
