@@ -9,7 +9,6 @@ Public API (the CLI and the language server call these):
 from __future__ import annotations
 
 import io
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,13 +128,14 @@ class Diagnosis:
         }
 
 
-@cache
-def _default_matcher() -> Matcher:
-    return Matcher(load_rulebook())
-
-
 def matcher_for(book: RuleBook | None) -> Matcher:
-    return _default_matcher() if book is None else Matcher(book)
+    """The book's matcher, built once per rule book: building one costs tens of milliseconds,
+    and the language server diagnoses on every change of a log document."""
+    book = load_rulebook() if book is None else book
+    matcher = book.derived.get("matcher")
+    if not isinstance(matcher, Matcher):
+        matcher = book.derived["matcher"] = Matcher(book)
+    return matcher
 
 
 class _Collector:
@@ -198,14 +198,12 @@ class _Collector:
 
 
 def _scan(stream: BinaryIO, matcher: Matcher, context_n: int,
-          progress: Callable[[int], None] | None) -> tuple[_Collector, ScanStats, list[tuple[int, str]]]:
+          progress: Callable[[int], None] | None) -> tuple[_Collector, ScanStats]:
     collector = _Collector(matcher, context_n)
     stats = ScanStats()
-    root_lines: list[tuple[int, str]] = []
-    for lh in iter_line_hits(stream, matcher, stats, collector.on_hit, progress):
-        if any(h.signature.rule_id == "torchrun-child-failed" for h in lh.hits):
-            root_lines.append((lh.line, lh.text))
-    return collector, stats, root_lines
+    for _lh in iter_line_hits(stream, matcher, stats, collector.on_hit, progress):
+        pass  # the collector sees every hit through on_hit
+    return collector, stats
 
 
 def diagnose_stream(
@@ -217,7 +215,7 @@ def diagnose_stream(
     head: bytes | None = None,
 ) -> Diagnosis:
     matcher = matcher_for(book)
-    collector, stats, _roots = _scan(stream, matcher, context, progress)
+    collector, stats = _scan(stream, matcher, context, progress)
     return _decide(collector, stats, context, source, head or b"")
 
 
@@ -319,7 +317,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
 
     if verdict is not None:
         _infer_missing_rank(verdict, c)
-        _add_weak_hints(verdict, c, findings)
+        _add_weak_hints(verdict, c)
         verdict.fingerprint = _fingerprint(verdict, context_f)
         texts = [head.decode("utf-8", errors="replace")] + [t for _n, t in verdict.context]
         texts += [fr.path for fr in verdict.frames]
@@ -397,10 +395,10 @@ def _fingerprint(v: Verdict, context_f: list[Finding]) -> Finding | None:
     return (same or pool)[0]
 
 
-def _add_weak_hints(v: Verdict, c: _Collector, findings: list[Finding]) -> None:
-    blamed = _torchrun_root_cause_rank(v, c)
-    if blamed is None:
+def _add_weak_hints(v: Verdict, c: _Collector) -> None:
+    if not c.root_cause_ranks:
         return
+    blamed = c.root_cause_ranks[0]
     vr = v.finding.who.rank if v.finding.who.rank is not None else v.finding.who.local_rank
     if vr is not None and blamed != vr:
         v.alternatives.append({
@@ -415,10 +413,6 @@ def _add_weak_hints(v: Verdict, c: _Collector, findings: list[Finding]) -> None:
             f"torchrun's 'Root Cause (first observed failure)' names rank {blamed}; that is a weak hint "
             f"(it orders by detection time). The first failure in the log is on rank {vr}."
         )
-
-
-def _torchrun_root_cause_rank(v: Verdict, c: _Collector) -> int | None:
-    return c.root_cause_ranks[0] if c.root_cause_ranks else None
 
 
 def _infer_missing_rank(v: Verdict, c: _Collector) -> None:
@@ -490,10 +484,3 @@ def _summary(d: Diagnosis) -> str:
     who = v.finding.who.label()
     return f"{v.rule.title} — first at line {v.finding.line} ({who}); confidence {v.confidence}."
 
-
-def strip(text: str) -> str:
-    return strip_prefixes(text)
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false")

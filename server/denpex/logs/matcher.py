@@ -8,7 +8,6 @@ those are decoded, normalised and checked against each signature.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -159,9 +158,6 @@ class Matcher:
             return None
         return Hit(sig, m.start(), m.end())
 
-    def rules_matching(self, text: str) -> set[str]:
-        return {h.signature.rule_id for h in self.match_text(text)}
-
 
 @lru_cache(maxsize=16)
 def cover_keys(anchors: tuple[bytes, ...], min_len: int) -> tuple[bytes, ...]:
@@ -189,6 +185,3 @@ def cover_keys(anchors: tuple[bytes, ...], min_len: int) -> tuple[bytes, ...]:
         uncovered = {a for a in uncovered if best not in a}
     return tuple(sorted(keys))
 
-
-def anchors_of(book: RuleBook) -> Iterable[str]:
-    return sorted({s.anchor for s in book.signatures})

@@ -53,9 +53,3 @@ def segments(text: str) -> list[str]:
         return [_CONTROL.sub("", text)]
     parts = [_CONTROL.sub("", p) for p in text.split("\r")]
     return [p for p in parts if p.strip()] or [""]
-
-
-def clean_line(raw: bytes) -> str:
-    """Cleaned text of one raw line; CR frames joined with ' | ' for display."""
-    segs = segments(decode(raw))
-    return " | ".join(segs) if len(segs) > 1 else segs[0]

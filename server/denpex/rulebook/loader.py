@@ -163,6 +163,8 @@ def rule_files(directory: Path) -> list[Path]:
 class RuleBook:
     rules: list[Rule]
     by_key: dict[str, Rule] = field(default_factory=dict)
+    # what other layers build from a book once and reuse (the log matcher); never compared
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for rule in self.rules:
@@ -200,9 +202,19 @@ def _builtin_rules() -> tuple[Rule, ...]:
     return tuple(load_rule_file(p, validate=False) for p in rule_files(builtin_rules_dir()))
 
 
+@cache
+def _builtin_book() -> RuleBook:
+    return RuleBook(list(_builtin_rules()))
+
+
 def load_rulebook(extra_dirs: Iterable[str | Path] = ()) -> RuleBook:
-    """The built-in rules plus the user's rule folders, all validated the same way."""
+    """The built-in rules plus the user's rule folders, all validated the same way.
+
+    Without extra folders every caller shares one book, and so whatever is derived from it."""
+    dirs = list(extra_dirs)
+    if not dirs:
+        return _builtin_book()
     rules = list(_builtin_rules())
-    for directory in extra_dirs:
+    for directory in dirs:
         rules.extend(load_rule_file(p) for p in rule_files(Path(directory)))
     return RuleBook(rules)
