@@ -20,9 +20,10 @@ ScanConfig (denpex.source.config), Workspace (denpex.source.workspace).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
+from typing import TypeVar
 
 from tree_sitter import Node
 
@@ -41,7 +42,7 @@ from denpex.source.hazards import (
 )
 from denpex.source.index import FileIndex
 from denpex.source.model import CaptureSite, Fix, Severity, SourceFinding, TextEdit
-from denpex.source.parse import ParsedSource, parse
+from denpex.source.parse import ParsedSource, parse, take_wanting
 from denpex.source.regions import CaptureRegion, contextmanager_wrappers, find_regions
 from denpex.source.suppress import is_suppressed, suppression_fix, suppressions
 from denpex.source.workspace import Workspace, diff_edit
@@ -81,6 +82,29 @@ def _hmap(book: RuleBook) -> dict[str, Rule]:
 def may_open(text: str, extra: Iterable[str]) -> bool:
     """Cheap text prefilter: can this file open a capture at all?"""
     return any(w in text for w in _OPENER_WORDS) or any(w in text for w in extra)
+
+
+_T = TypeVar("_T")
+_GROW_ROUNDS = 3  # then a file that still asks for more is parsed whole
+
+
+def _settled(run: Callable[[], _T]) -> _T:
+    """Run an analysis until every lazily parsed file it read holds all the code it asked for (see chunks.py):
+    its result is then the one whole-file parses give. Each further round parses more of a file (a file that
+    keeps asking is parsed whole after a few rounds), so this ends."""
+    take_wanting()  # what earlier work asked for and never waited on is not this analysis's business
+    rounds = 0
+    while True:
+        result = run()
+        wanting = take_wanting()
+        if not wanting:
+            return result
+        rounds += 1
+        for src in wanting:
+            if rounds <= _GROW_ROUNDS:
+                src.grow()
+            else:
+                src.complete()
 
 
 def _may_open(ix: FileIndex, extra: Iterable[str]) -> bool:
@@ -148,27 +172,6 @@ def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_p
         ))
     out.sort(key=lambda f: (f.path, f.start_line, f.start_col, f.code))
     return out
-
-
-def _analyse_index(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | None, book: RuleBook) -> list[SourceFinding]:
-    ws = workspace
-    resolver = Resolver(ws.lookup_module if ws is not None else (lambda _m: None),
-                        ws.imported_elsewhere if ws is not None else None)
-    wrappers = _wrapper_names(config, ws, ix)
-    hits = _hits_for(ix, resolver, config, wrappers)
-    if ws is not None:
-        stem = ix.path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py")
-        for p in ws.paths():
-            if p == ix.path:
-                continue
-            text = ws.text(p) or ""
-            if (stem != "__init__" and stem not in text) or not may_open(text, wrappers):
-                continue  # it cannot import this file, or it opens no capture
-            other = ws.index(p)
-            if other is None or not any(m in ix.path.replace("/", ".") for m in other.imports.modules):
-                continue  # it imports nothing that could be this file
-            hits.extend(h for h in _hits_for(other, resolver, config, wrappers) if h.ix.path == ix.path)
-    return _to_findings(hits, book, config, ix.path)
 
 
 @dataclass(frozen=True)
@@ -351,7 +354,7 @@ def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | No
             if (stem != "__init__" and stem not in text) or not may_open(text, wrappers):
                 continue
             other = ws.index(p)
-            if other is None or not any(m in ix.path.replace("/", ".") for m in other.imports.modules):
+            if other is None or not any(m in ix.path.replace("/", ".") for m in other.imports.all_modules()):
                 continue
             recs.extend(_rec(h) for h in _hits_for(other, resolver, config, wrappers) if h.ix.path == ix.path)
     return _recs_to_findings(recs, book, config, ix.src, ix.path), entries
@@ -369,7 +372,9 @@ def analyse_source(text: str, path: str, *, config: ScanConfig | None = None, wo
         edit = diff_edit(doc.text, text)
         doc.advance(ws_src, TextEdit(*edit) if edit is not None else None)
     elif doc is None or (ws_src is not None and ws_src is not doc.src and ws_src != doc.src):
-        doc = Document(path, text)
+        known = workspace.source(path) if workspace is not None and path in workspace else None
+        # the file as the workspace already parsed it (the language server's didOpen): not parsed again
+        doc = Document(path, text, known if known is not None and known.text == text else None)
         if len(_DOCS) >= 256:
             _DOCS.clear()
         _DOCS[key] = doc
@@ -385,6 +390,10 @@ def analyse_workspace(workspace: Workspace, *, config: ScanConfig | None = None,
                       rulebook: RuleBook | None = None) -> dict[str, list[SourceFinding]]:
     book = rulebook or _default_book()
     cfg = config or ScanConfig()
+    return _settled(lambda: _analyse_workspace(workspace, cfg, book))
+
+
+def _analyse_workspace(workspace: Workspace, cfg: ScanConfig, book: RuleBook) -> dict[str, list[SourceFinding]]:
     resolver = Resolver(workspace.lookup_module, workspace.imported_elsewhere)
     hits: list[Hit] = []
     wrappers = {w.rsplit(".", 1)[-1] for w in cfg.capture_wrappers} | set(cfg.capture_wrappers)
@@ -465,9 +474,9 @@ class Document:
     Any syntax error before or after an edit, or a change of the file-wide facts the detectors read
     (`_file_facts`), re-runs everything."""
 
-    def __init__(self, path: str, text: str) -> None:
+    def __init__(self, path: str, text: str, src: ParsedSource | None = None) -> None:
         self.path = path
-        self.src = parse(text)
+        self.src = src if src is not None else parse(text, lazy=True)
         self._ix: FileIndex | None = None
         self._cached: _Cached | None = None
         self._regions: _RegionCache | None = None
@@ -481,7 +490,7 @@ class Document:
 
     @property
     def ix(self) -> FileIndex:
-        if self._ix is None:
+        if self._ix is None or self._ix.epoch != self.src.epoch:
             self._ix = FileIndex(self.path, self.src)
         return self._ix
 
@@ -565,17 +574,21 @@ class Document:
             self.last_reused_regions = len(self._regions.entries) if self._regions is not None else 0
             return list(self._cached.findings)
         self.last_was_incremental = False
-        if workspace is not None:
-            if workspace.source(self.path) is not self.src:
-                workspace.set_source(self.path, self.src)
-            ix = workspace.index(self.path)
-            assert ix is not None
-            self._ix = ix
-        ix = self.ix
-        ix.touched.clear()
-        ix.watched.clear()
         cached = self._regions.current() if self._regions is not None and self._regions.key == key else None
-        findings, entries = _analyse_doc(ix, config=cfg, workspace=workspace, book=book, cached=cached)
+
+        def run() -> tuple[FileIndex, list[SourceFinding], list[_RegionEntry]]:
+            if workspace is not None:
+                if workspace.source(self.path) is not self.src:
+                    workspace.set_source(self.path, self.src)
+                ix = workspace.index(self.path)
+                assert ix is not None
+                self._ix = ix
+            ix = self.ix
+            ix.touched.clear()
+            ix.watched.clear()
+            return ix, *_analyse_doc(ix, config=cfg, workspace=workspace, book=book, cached=cached)
+
+        ix, findings, entries = _settled(run)
         touched = list(ix.touched)
         watched = set(ix.watched)
         for entry in entries:

@@ -126,7 +126,7 @@ class Resolver:
         info = ix.module_funcs.get(name)
         if info is not None:
             return [Target(ix, info, EMPTY_ENV, name)]
-        imported = ix.imports.names.get(name)
+        imported = ix.imports.lookup(name)
         if imported is not None and "." in imported:
             mod, _, attr = imported.rpartition(".")
             other = self.lookup_module(mod)
@@ -234,7 +234,7 @@ class Resolver:
                     return [Target(found[0], found[1], EMPTY_ENV, f"{oname}.{name}")]
                 return []
             # module attribute: helpers.step
-            q = ix.imports.names.get(oname)
+            q = ix.imports.lookup(oname)
             if q is not None:
                 other = self.lookup_module(q)
                 if other is not None:
@@ -329,6 +329,7 @@ class Resolver:
         if cached is not None:
             return cached
         out: list[Node] = []
+        ix.src.need_word(name)  # every call of it in the file
         caps = run_query("(call function: [(identifier) @f (attribute attribute: (identifier) @f)]) @call", ix.src.root)
         for call in caps.get("call", []):
             f = call.child_by_field_name("function")

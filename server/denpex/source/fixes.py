@@ -18,10 +18,8 @@ from denpex.source.parse import ParsedSource, walk
 
 
 def torch_alias(ix: FileIndex) -> str:
-    for local, full in ix.imports.names.items():
-        if full == "torch":
-            return local
-    return "torch"
+    found = ix.imports.items_for("torch")
+    return found[0] if found else "torch"
 
 
 def replace_node(ix: FileIndex, node: Node, new_text: str) -> TextEdit:

@@ -914,6 +914,7 @@ def _truthy(ix: FileIndex, node: Node) -> bool:
 
 def _has_scheduler(ix: FileIndex, opt: Node) -> bool:
     name = ix.text(opt)
+    ix.src.need_word(name)
     caps = run_query("(call) @call", ix.src.root)
     for call in caps.get("call", []):
         f = call.child_by_field_name("function")
@@ -985,6 +986,7 @@ def _identifiers(ix: FileIndex, name: str, start: int, end: int) -> Iterator[Nod
     of more than a few kilobytes is searched through the file's offsets of the word, found once per file and
     name, so the many captures of one module do not search the module again each."""
     ix.touched.append((start, end))
+    ix.src.need_word(name, start, end)
     find = ix.src.root.descendant_for_byte_range
     n = len(name.encode())
     offsets: Iterable[int]
@@ -1190,6 +1192,8 @@ def _grad_resets(ix: FileIndex, region: CaptureRegion, body_text: str) -> list[N
     fresh gradients on every replay, so the eager body must start from the same reset."""
     if "backward" not in body_text:
         called = {ix.text(c.child_by_field_name("function") or c) for st in region.stmts for c in walk(st) if c.type == "call"}
+        for name in called:
+            ix.src.need_def(name)
         callees = [f.node for f in ix.functions if f.name in called]
         ix.touched.extend((c.start_byte, c.end_byte) for c in callees)
         if not any("backward" in ix.text(c) for c in callees):
@@ -1825,6 +1829,7 @@ def _region_settings(region: CaptureRegion, sink: Sink) -> None:
     if region.kind == "compile" and ix.has(b"cudaMallocAsync"):
         found = ix.scope_tables.get(("cudaMallocAsync", ix.src.root.id))
         if found is None:  # the first string naming the backend, looked for once per file
+            ix.src.need_word("cudaMallocAsync", whole=False)
             first = next((n for n in run_query("(string) @s", ix.src.root).get("s", [])
                           if "cudaMallocAsync" in ix.text(n) and "backend" in ix.text(n)), None)
             found = ix.scope_tables[("cudaMallocAsync", ix.src.root.id)] = {"": [first] if first is not None else []}
@@ -1956,6 +1961,8 @@ def _restores(ix: FileIndex, load: Node, limit: int) -> tuple[bool, bool]:
     another function: a helper is given the benefit of the doubt), or `capturable=True` passed to a call."""
     flag = steps = False
     scope = ix.scope_of(load).node
+    for quoted in ('"capturable"', "'capturable'", '"step"', "'step'"):
+        ix.src.need_word(quoted, whole=False)
     caps = run_query(_SUBSCRIPT_ASSIGNS, ix.src.root)
     for assign, key in zip(caps.get("assign", []), caps.get("key", []), strict=False):
         which = _string_value(ix, key)
@@ -1983,6 +1990,7 @@ def _restores(ix: FileIndex, load: Node, limit: int) -> tuple[bool, bool]:
 
 def _saved_by_noncapturable(ix: FileIndex) -> bool:
     """The file saves the state of an optimizer built without capturable=True (`old.state_dict()`)."""
+    ix.src.need_word("state_dict")
     for call in run_query("(call) @call", ix.src.root).get("call", []):
         f = call.child_by_field_name("function")
         if f is None or f.type != "attribute" or ix.text(f.child_by_field_name("attribute") or f) != "state_dict":
@@ -2037,6 +2045,8 @@ def loaded_state_hazard(region: CaptureRegion, ctor: Node, sink: Sink) -> None:
             q = ix.qualname(f) if f is not None else None
             if q is not None and q.split(".", 1)[0] not in ("torch", "print", "copy"):
                 fn = f if f is not None and f.type == "identifier" else None
+                if fn is not None:
+                    ix.src.need_def(ix.text(fn))
                 if fn is None or not any(fi.name == ix.text(fn) and fi.class_name is None for fi in ix.functions):
                     return
     flag, steps = _restores(ix, load, limit)

@@ -10,11 +10,38 @@ import itertools
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from tree_sitter import Node
 
 from denpex.source.names import ImportMap, build_imports, dotted_of, qualname
 from denpex.source.parse import ParsedSource, strip_parens, tokens
+
+_V = TypeVar("_V")
+
+
+class _Defined(dict[str, _V]):
+    """A name -> definition table of a lazily parsed file: every lookup asks for that name's definitions, so
+    a definition the tree does not hold yet is parsed and the analysis re-run (see chunks.py)."""
+
+    __slots__ = ("_need",)
+
+    def __init__(self, src: ParsedSource) -> None:
+        super().__init__()
+        self._need = src.need_def
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._need(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self._need(key)
+        return super().__contains__(key)
+
+    def __getitem__(self, key: str) -> _V:
+        self._need(key)
+        return super().__getitem__(key)
 
 
 def _child_is(parent: Node | None, field_name: str, node: Node) -> bool:
@@ -203,8 +230,9 @@ class FileIndex:
         self.imports: ImportMap = build_imports(src, self.caps)
         self.functions: list[FuncInfo] = []
         self.by_node: dict[int, FuncInfo] = {}
-        self.module_funcs: dict[str, FuncInfo] = {}
-        self.classes: dict[str, ClassInfo] = {}
+        self.epoch = src.epoch  # the tree this index was built from (a lazily parsed file's tree can grow)
+        self.module_funcs: dict[str, FuncInfo] = _Defined(src) if src.lazy is not None else {}
+        self.classes: dict[str, ClassInfo] = _Defined(src) if src.lazy is not None else {}
         self._scopes: dict[int, Scope] = {}
         # byte ranges whose contents the last analysis consulted (for incremental reuse of findings)
         self.touched: list[tuple[int, int]] = []

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from denpex.source.chunks import UNKNOWN
 from denpex.source.parse import ParsedSource, run_query
 
 _IMPORTS = """
@@ -22,14 +23,43 @@ _IMPORTS = """
 
 @dataclass
 class ImportMap:
-    """Local name -> qualified name, plus the modules imported (for workspace resolution)."""
+    """Local name -> qualified name, plus the modules imported (for workspace resolution). Read `names` and
+    `modules` through `lookup`, `items` and `all_modules`: in a lazily parsed file they ask for the imports
+    the tree does not hold yet."""
 
     names: dict[str, str] = field(default_factory=dict)
     modules: set[str] = field(default_factory=set)
+    src: ParsedSource | None = field(default=None, repr=False, compare=False)
+
+    def lookup(self, name: str) -> str | None:
+        found = self.names.get(name)
+        if self.src is not None:
+            self.src.need_import(name, found)
+        return found
+
+    def items_for(self, target: str) -> list[str]:
+        """Local names bound to the qualified name `target`, in binding order."""
+        if self.src is not None:
+            self.src.need_binding_of(target)
+        return [local for local, full in self.names.items() if full == target]
+
+    def all_modules(self) -> set[str]:
+        if self.src is not None:
+            return self.modules | self.src.unparsed_modules()
+        return self.modules
+
+    def may_bind(self, name: str, word: str) -> bool:
+        """Whether an import of the file (parsed or not) may bind `name` to a qualified name spelling `word`;
+        asks for nothing (a cheap test before a `lookup`)."""
+        if word in self.names.get(name, ""):
+            return True
+        lazy = self.src.lazy if self.src is not None else None
+        return lazy is not None and any(t is not None and (word in t or t == UNKNOWN)
+                                        for _i, t in lazy.imports.get(name, ()))
 
     def resolve_dotted(self, dotted: str) -> str:
         head, _, rest = dotted.partition(".")
-        target = self.names.get(head)
+        target = self.lookup(head)
         if target is None:
             return dotted
         return f"{target}.{rest}" if rest else target
@@ -40,7 +70,7 @@ def _dotted(src: ParsedSource, node: Node) -> str:
 
 
 def build_imports(src: ParsedSource, caps: dict[str, list[Node]] | None = None) -> ImportMap:
-    out = ImportMap()
+    out = ImportMap(src=src if src.lazy is not None else None)
     if caps is None:
         caps = run_query(_IMPORTS, src.root)
     for node in caps.get("imp", []):

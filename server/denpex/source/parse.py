@@ -6,6 +6,7 @@ A `ParsedSource` keeps the text, its UTF-8 bytes, the tree and the line table. T
 
 from __future__ import annotations
 
+import itertools
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
@@ -13,7 +14,9 @@ from dataclasses import dataclass, field
 from functools import cache
 
 import tree_sitter_python
-from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
+from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Range, Tree
+
+from denpex.source import chunks as _chunks
 
 
 @cache
@@ -63,13 +66,7 @@ def any_of(names: object) -> str:
 
 
 def _line_starts(data: bytes) -> list[int]:
-    starts = [0]
-    find = data.find
-    i = find(b"\n")
-    while i >= 0:
-        starts.append(i + 1)
-        i = find(b"\n", i + 1)
-    return starts
+    return [0, *itertools.accumulate(len(line) + 1 for line in data.split(b"\n")[:-1])]
 
 
 @dataclass
@@ -83,6 +80,89 @@ class ParsedSource:
     ascii: bool = True
     # (bytes, whole-word?) -> start offsets of its occurrences (see `occurrences`); carried across edits
     _occ: dict[tuple[bytes, bool], list[int]] = field(default_factory=dict, repr=False, compare=False)
+    # a lazily parsed file: its top-level chunks and which the tree holds (None: the tree holds everything)
+    lazy: _chunks.Chunks | None = field(default=None, repr=False, compare=False)
+    epoch: int = field(default=0, compare=False)  # bumped when the tree grows: indexes of older trees are stale
+
+    # ---- lazy parsing: what an analysis asks for that the tree may not hold yet (see chunks.py) -----------
+    def need_def(self, name: str) -> None:
+        """The analysis looks up a function or class `name`: its definitions must be in the tree."""
+        lazy = self.lazy
+        if lazy is not None:
+            ids = lazy.defs.get(name.encode("utf-8", "surrogatepass"))
+            if ids and lazy.want(ids):
+                _WANTING[id(self)] = self
+
+    def need_word(self, word: str, start: int = 0, end: int | None = None, whole: bool = True) -> None:
+        """The analysis reads every mention of `word` in bytes [start, end): they must be in the tree."""
+        lazy = self.lazy
+        if lazy is None:
+            return
+        root = self.tree.root_node
+        # the module node spans only the parsed chunks: its range stands for the whole file
+        start = 0 if start <= root.start_byte else start
+        stop = len(self.data) if end is None or end >= root.end_byte else end
+        first, last = lazy.chunk_at(start), lazy.chunk_at(max(start, stop - 1))
+        if all(lazy.parsed[first : last + 1]):
+            return  # a range of parsed code (a function's body): the tree holds every mention
+        offsets = self.occurrences(word.encode("utf-8", "surrogatepass"), word_end=whole)
+        data = self.data
+        ids = {lazy.chunk_at(o) for o in offsets[bisect_left(offsets, start):bisect_left(offsets, stop)]
+               if not (whole and o and _WORD_BYTE[data[o - 1]])}  # a longer name ending in the word
+        if lazy.want(ids):
+            _WANTING[id(self)] = self
+
+    def need_import(self, name: str, current: str | None) -> None:
+        """The analysis resolves `name` through the file's imports and the tree's imports bind it to `current`
+        (None: unbound): an import elsewhere that binds it to something else is needed (in a whole-file parse
+        the last such binding wins)."""
+        lazy = self.lazy
+        if lazy is not None:
+            binds = lazy.imports.get(name)
+            if binds and lazy.want([i for i, target in binds if target is not None and target != current]):
+                _WANTING[id(self)] = self
+
+    def need_binding_of(self, target: str) -> None:
+        """The analysis looks for the names bound to `target`, in binding order: every import of it is needed."""
+        lazy = self.lazy
+        if lazy is not None and lazy.want(lazy.binding_chunks(target)):
+            _WANTING[id(self)] = self
+
+    def unparsed_modules(self) -> set[str]:
+        """The modules imported by the code the tree does not hold (read from the text)."""
+        lazy = self.lazy
+        if lazy is None:
+            return set()
+        return {mod for i, mod in lazy.modules if not lazy.parsed[i]}
+
+    def grow(self) -> None:
+        """Parse the chunks asked for (and what they name) in place: a new tree, a new epoch."""
+        lazy = self.lazy
+        if lazy is None or not lazy.demand:
+            return
+        new = sorted(lazy.demand)
+        for i in new:
+            lazy.parsed[i] = True
+        lazy.demand.clear()
+        _chunks.close_over_names(lazy, self.data, new)
+        self._reparse()
+
+    def complete(self) -> None:
+        """Parse the whole file in place (before an edit, or when growing does not settle)."""
+        if self.lazy is not None:
+            self.lazy = None
+            _WANTING.pop(id(self), None)
+            self._reparse()
+
+    def _reparse(self) -> None:
+        lazy = self.lazy
+        if lazy is not None and all(lazy.parsed):
+            self.lazy = lazy = None
+        self.tree = _parse_ranges(self.data, lazy) if lazy is not None else _parser().parse(self.data)
+        if lazy is not None and self.tree.root_node.has_error:
+            self.lazy = None  # a cut inside a string or bracket, or a real syntax error: parse everything
+            self.tree = _parser().parse(self.data)
+        self.epoch += 1
 
     def occurrences(self, word: bytes, word_end: bool = False) -> list[int]:
         """Start offsets of `word` in the data, in order (with `word_end`: the matches of `_word_re(word)`, i.e.
@@ -111,6 +191,18 @@ class ParsedSource:
             mid = [m.start() for m in rx.finditer(new.data, max(0, s - n + 1), end) if m.start() < new_t]
             after = [o + delta for o in old[moved:]] if delta else old[moved:]
             new._occ[(word, word_end)] = old[:keep] + mid + after
+
+    def occurrences_in_tree(self, word: bytes) -> list[int]:
+        """`occurrences(word, word_end=True)` in the code the tree holds (a lazily parsed file's parsed chunks)."""
+        lazy = self.lazy
+        if lazy is None:
+            return self.occurrences(word, word_end=True)
+        key = (word, self.epoch)
+        found = lazy.tree_occ.get(key)
+        if found is None:
+            rx = _word_re(word)
+            found = lazy.tree_occ[key] = [m.start() for a, b, *_ in lazy.ranges() for m in rx.finditer(self.data, a, b)]
+        return found
 
     @property
     def root(self) -> Node:
@@ -157,7 +249,9 @@ class ParsedSource:
         return line[: len(line) - len(line.lstrip())]
 
     def edit(self, start_line: int, start_col: int, end_line: int, end_col: int, new_text: str) -> ParsedSource:
-        """A new ParsedSource after replacing a range, reparsed incrementally from this tree."""
+        """A new ParsedSource after replacing a range, reparsed incrementally from this tree (an edited file is
+        parsed whole from then on: this source is completed first)."""
+        self.complete()
         start_b = self.byte_offset(start_line, start_col)
         end_b = self.byte_offset(end_line, end_col)
         new_bytes = new_text.encode("utf-8", "surrogatepass")
@@ -195,10 +289,37 @@ class ParsedSource:
         return self.line_starts[row] if row < len(self.line_starts) else len(self.data)
 
 
-def parse(text: str) -> ParsedSource:
+def parse(text: str, lazy: bool = False) -> ParsedSource:
+    """Parse a file; with `lazy`, only the top-level statements a capture can reach (see chunks.py) when that
+    leaves out enough of it. An analysis of a lazy source must run inside `analyse._settled`."""
     data = text.encode("utf-8", "surrogatepass")
-    tree = _parser().parse(data)
-    return ParsedSource(text, data, tree, _line_starts(data), data.isascii())
+    starts = _line_starts(data)
+    if lazy and len(data) >= _chunks.MIN_SKIPPED_BYTES:
+        table = _chunks.split(data, starts)
+        _chunks.seed(table, data)
+        if not all(table.parsed) and table.skipped_bytes() >= _chunks.MIN_SKIPPED_BYTES:
+            tree = _parse_ranges(data, table)
+            if not tree.root_node.has_error:
+                return ParsedSource(text, data, tree, starts, data.isascii(), lazy=table)
+    return ParsedSource(text, data, _parser().parse(data), starts, data.isascii())
+
+
+def _parse_ranges(data: bytes, table: _chunks.Chunks) -> Tree:
+    ranges = [Range(Point(r0, 0), Point(r1, c1), a, b) for a, b, r0, r1, c1 in table.ranges()]
+    return Parser(language(), included_ranges=ranges).parse(data)
+
+
+_WORD_BYTE = [chr(b).isalnum() or b == 0x5F or b >= 0x80 for b in range(256)]
+
+# lazy sources an analysis asked for more of, by id (see ParsedSource.need_def)
+_WANTING: dict[int, ParsedSource] = {}
+
+
+def take_wanting() -> list[ParsedSource]:
+    """The lazy sources with chunks asked for since the last call (and forget them)."""
+    out = list(_WANTING.values())
+    _WANTING.clear()
+    return out
 
 
 @cache
@@ -219,7 +340,7 @@ def tokens(src: ParsedSource, word: str, node_type: str | None = None) -> list[N
     comments or longer names are dropped because the node found there is not that token."""
     want = node_type or word
     w = word.encode()
-    offsets = src.occurrences(w, word_end=True)
+    offsets = src.occurrences_in_tree(w)
     if not offsets:
         return []
     find = src.root.descendant_for_byte_range

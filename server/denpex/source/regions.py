@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from denpex.source.chunks import SEED_WORDS
 from denpex.source.index import FileIndex, kwarg, positional
 from denpex.source.parse import strip_parens, walk
 
@@ -103,7 +104,12 @@ def contextmanager_wrappers(ix: FileIndex) -> set[str]:
                 break
     for call in ix.caps.get("retcall", []):
         f = call.child_by_field_name("function")
-        if f is not None and ix.qualname(f) in GRAPH_CMS:
+        if f is None:
+            continue
+        text = ix.text(f)
+        if "graph" not in text and not ix.imports.may_bind(text.split(".", 1)[0], "graph"):
+            continue  # cannot name torch.cuda.graph: no lookup (in a lazily parsed file, lookups ask for code)
+        if ix.qualname(f) in GRAPH_CMS:
             fn = ix.enclosing_function(call)
             if fn is not None:
                 out.add(fn.name)
@@ -157,10 +163,36 @@ def _graph_items(ix: FileIndex, with_stmt: Node, wrappers: set[str]) -> list[tup
     return out
 
 
+def _ask_for_openers(ix: FileIndex, wrappers: set[str]) -> None:
+    """A lazily parsed file: ask for the code that may open a capture without spelling a capture word (see
+    chunks.SEED_WORDS): a wrapper's name, an import alias (`graph as G`), a module-level name bound to a
+    capture context manager (`CM = torch.cuda.graph(g)`, entered elsewhere as `with CM:`)."""
+    src = ix.src
+    words = {"graph"}
+    for w in wrappers:
+        words.add(w.rsplit(".", 1)[-1])
+    seeds = [w.decode() for w in SEED_WORDS]
+    for local, full in ix.imports.names.items():  # the imports the tree holds; the others are in parsed chunks
+        if any(w in full for w in seeds) and not any(w in local for w in seeds):
+            words.add(local)
+    for w in words:
+        src.need_word(w)
+    for name, assigns in ix.scope(src.root).assigns.items():
+        for a in assigns:
+            v = strip_parens(a.value) if a.value is not None else None
+            if v is None or not any(w in ix.text(v) for w in words):
+                continue
+            if any(_is_graph_call(ix, c, wrappers) for c in (v, *v.named_children)):
+                src.need_word(name)
+                break
+
+
 def find_regions(
     ix: FileIndex, wrappers: set[str] | frozenset[str] = frozenset(), cudagraph_flag: bool | None = None
 ) -> list[CaptureRegion]:
     wrapper_names = set(wrappers) | contextmanager_wrappers(ix)
+    if ix.src.lazy is not None:
+        _ask_for_openers(ix, wrapper_names)
     caps = ix.caps
     regions: list[CaptureRegion] = []
     # triton.cudagraphs flag set anywhere in the file

@@ -110,7 +110,7 @@ class Workspace:
             edit = diff_edit(old.text, text)
             if edit is not None:
                 return self._store(path, old.edit(*edit))
-        return self._store(path, parse(text))
+        return self._store(path, parse(text, lazy=True))
 
     def _store(self, path: str, src: ParsedSource) -> FileIndex:
         self._put(path, src)
@@ -170,7 +170,7 @@ class Workspace:
 
     def index(self, path: str) -> FileIndex | None:
         ix = self._indexes.get(path)
-        if ix is None:
+        if ix is None or ix.epoch != ix.src.epoch:  # a lazily parsed file whose tree has grown since
             src = self.source(path)
             if src is None:
                 return None
@@ -182,7 +182,7 @@ class Workspace:
         if src is None:
             pending = self._pending.pop(path, None)
             if pending is not None:
-                src = self._sources[path] = parse(pending)
+                src = self._sources[path] = parse(pending, lazy=True)
         return src
 
     def imported_elsewhere(self, path: str, name: str) -> bool:
