@@ -469,6 +469,8 @@ class FileIndex:
                 return Kind("tensor")
             return UNKNOWN
         if t == "comparison_operator":
+            if any(c.type in ("is", "is not", "in", "not in") for c in node.children):
+                return Kind("bool")  # identity and membership give a Python bool, even between tensors
             for c in node.named_children:
                 k = self.kind(c, depth + 1)
                 if k.tensor:
