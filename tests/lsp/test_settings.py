@@ -43,6 +43,17 @@ async def test_did_change_configuration_reanalyses(client: LanguageClient) -> No
     assert await wait_until(client, doc_uri, lambda ds: ds == []) == []
 
 
+async def test_graphed_callables_setting_opens_captures(client: LanguageClient) -> None:
+    text = ("import torch\nfrom mylib.graphs import graphed\n\n\ndef body(x):\n    return x.item()\n\n\n"
+            "g = graphed(body)\n")
+    doc_uri, _ = open_doc(client, WORKSPACE2 / "pkg" / "graphed_unsaved.py", text)
+    assert await wait_diagnostics(client, doc_uri, version=1) == []
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"denpex": {"graphedCallables": ["mylib.graphs.graphed"]}}))
+    diags = await wait_until(client, doc_uri, lambda ds: len(ds) == 1)
+    assert diags[0].code == "DPX101" and diags[0].range.start.line == 5
+
+
 async def test_invalid_settings_are_logged_not_shown(client: LanguageClient) -> None:
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"denpex": {"run": "sometimes", "severity": {"DPX101": "loud"}, "select": ["NOPE999"]}}))

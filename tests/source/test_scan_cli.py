@@ -118,3 +118,16 @@ def test_pyproject_config(tmp_path: Path) -> None:
     assert [(d["rule"], d["severity"]) for d in out] == [("capture-host-copy", "warning")]
     (tmp_path / "pyproject.toml").write_text('[tool.denpex]\nbogus = 1\n')
     assert scan(tmp_path).returncode == 2
+
+
+def test_pyproject_graphed_callables(tmp_path: Path) -> None:
+    src = ("import torch\nfrom mylib.graphs import graphed\n\n\ndef body(x):\n    return x.item()\n\n\n"
+           "g = graphed(body)\n")
+    (tmp_path / "m.py").write_text(src)
+    assert json.loads(scan(tmp_path, "--format", "json").stdout)["diagnostics"] == []
+    (tmp_path / "pyproject.toml").write_text('[tool.denpex]\ngraphed-callables = ["mylib.graphs.graphed"]\n')
+    out = json.loads(scan(tmp_path, "--format", "json").stdout)["diagnostics"]
+    assert [(d["rule"], d["line"], d["capture_site"]["line"]) for d in out] == [("capture-item-sync", 6, 9)]
+    (tmp_path / "pyproject.toml").write_text('[tool.denpex]\ngraphed-callables = "mylib.graphs.graphed"\n')
+    bad = scan(tmp_path)
+    assert bad.returncode == 2 and "graphed-callables must be a list of strings" in bad.stderr

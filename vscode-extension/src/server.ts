@@ -320,7 +320,7 @@ export class DenpexServer implements vscode.Disposable {
 
 /** The `denpex.*` settings as the server reads them (client-only keys removed). */
 export function settingsForServer(config: vscode.WorkspaceConfiguration): Record<string, unknown> {
-  const keys = ['run', 'select', 'ignore', 'severity', 'captureWrappers', 'guards', 'unsafeFixes', 'logDocuments'];
+  const keys = ['run', 'select', 'ignore', 'severity', 'captureWrappers', 'graphedCallables', 'guards', 'unsafeFixes', 'logDocuments'];
   const out: Record<string, unknown> = {};
   for (const k of keys) {
     const v = config.get(k);

@@ -162,7 +162,7 @@ class Analyzer:
 
     def _scan_config(self, settings: Settings) -> Any:
         key = (settings.select, settings.ignore, tuple(sorted(settings.severity.items())),
-               settings.capture_wrappers, settings.guards)
+               settings.capture_wrappers, settings.graphed_callables, settings.guards)
         if key != self._config_key:
             self._config = _real_config(settings, self._log)
             self._config_key = key
@@ -213,6 +213,7 @@ def _real_config(settings: Settings, log: Log) -> Any:
         severity=severity,
         capture_wrappers=frozenset(settings.capture_wrappers),
         guards=frozenset(settings.guards),
+        graphed_callables=frozenset(settings.graphed_callables),
     )
 
 

@@ -9,7 +9,7 @@ Sources, later wins:
    URI to a settings object, or `workspace/configuration` (section `denpex`, scoped to the folder)
    when the client supports it;
 4. `[tool.denpex]` in the folder's `pyproject.toml`, for the analysis keys it shares with
-   `denpex scan` (select, ignore, severity, capture-wrappers, guards, unsafe-fixes).
+   `denpex scan` (select, ignore, severity, capture-wrappers, graphed-callables, guards, unsafe-fixes).
 
 Editor keys are camelCase; pyproject keys are kebab-case; both spellings (and snake_case) are
 accepted everywhere. Invalid values are reported (logged once by the server) and ignored.
@@ -47,6 +47,8 @@ class Settings:
     """Severity overrides keyed by rule id, code or code prefix: error|warning|info|hint|off."""
     capture_wrappers: tuple[str, ...] = ()
     """Extra qualified names that open a capture region (project context managers)."""
+    graphed_callables: tuple[str, ...] = ()
+    """Extra qualified names of calls that capture the callable passed as their first argument."""
     guards: tuple[str, ...] = ()
     """Extra qualified names of predicates that mean "we are capturing" (guarded code skipped)."""
     fix_violation: bool = True
@@ -125,7 +127,7 @@ def _coerce(name: str, raw: Any) -> Any:
         if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
             raise TypeError("expected a non-negative integer")
         return raw
-    if name in ("select", "ignore", "capture_wrappers", "guards"):
+    if name in ("select", "ignore", "capture_wrappers", "graphed_callables", "guards"):
         return _str_tuple(raw)
     if name == "severity":
         if not isinstance(raw, Mapping):
@@ -151,7 +153,7 @@ def _coerce(name: str, raw: Any) -> Any:
 
 # keys `[tool.denpex]` may set (shared with `denpex scan`)
 PROJECT_KEYS = frozenset({
-    "select", "ignore", "severity", "capture_wrappers", "guards", "unsafe_fixes",
+    "select", "ignore", "severity", "capture_wrappers", "graphed_callables", "guards", "unsafe_fixes",
 })
 
 

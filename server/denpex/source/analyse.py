@@ -52,7 +52,7 @@ __all__ = [
     "analyse_source", "analyse_workspace", "apply_edits", "apply_fixes",
 ]
 
-_OPENER_WORDS = ("graph", "capture_begin", "reduce-overhead", "max-autotune", "cudagraphs")
+_OPENER_WORDS = ("graph", "Graph", "capture_begin", "reduce-overhead", "max-autotune", "cudagraphs")
 
 
 @cache
@@ -81,7 +81,10 @@ def _hmap(book: RuleBook) -> dict[str, Rule]:
 
 def may_open(text: str, extra: Iterable[str]) -> bool:
     """Cheap text prefilter: can this file open a capture at all?"""
-    return any(w in text for w in _OPENER_WORDS) or any(w in text for w in extra)
+    if any(w in text for w in _OPENER_WORDS) or any(w in text for w in extra):
+        return True
+    # a torch.compile whose mode comes from a variable or **kwargs (reported at a lower severity)
+    return "compile" in text and "torch" in text and ("mode" in text or "**" in text)
 
 
 _T = TypeVar("_T")
@@ -113,11 +116,11 @@ def _may_open(ix: FileIndex, extra: Iterable[str]) -> bool:
 
 def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: set[str]) -> list[Hit]:
     hits: list[Hit] = []
-    if not _may_open(ix, wrappers):
+    if not _may_open(ix, wrappers | config.graphed_callables):
         return hits
     guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in config.guards)
     around = AroundIndex(ix)  # the code after the captures, indexed once for all regions of the file
-    for region in find_regions(ix, wrappers):
+    for region in find_regions(ix, wrappers, graphed=config.graphed_callables):
         CaptureWalker(region, resolver, hits.append, guards=guards, max_depth=config.max_depth).run()
         around_region(region, resolver, hits.append, around)
     return hits
@@ -133,6 +136,20 @@ def _wrapper_names(config: ScanConfig, ws: Workspace | None, ix: FileIndex) -> s
                 if other is not None:
                     names |= contextmanager_wrappers(other)
     return names
+
+
+def _capped(severity: Severity, uncertain: bool) -> Severity:
+    """A finding of a capture that may not happen (a torch.compile whose mode the text leaves open) is no
+    error: at most a warning."""
+    return "warning" if uncertain and severity == "error" else severity
+
+
+_UNCERTAIN = (" (if this torch.compile runs with CUDA graphs: its mode is not a constant here, e.g. mode=\"reduce-overhead\" "
+              "or \"max-autotune\" from a variable or **kwargs)")
+
+
+def _qualified(message: str, uncertain: bool) -> str:
+    return message + _UNCERTAIN if uncertain else message
 
 
 def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_path: str | None) -> list[SourceFinding]:
@@ -161,9 +178,10 @@ def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_p
         el, ec = src.end(h.node)
         if is_suppressed(table, sl, rule.id, rule.code):
             continue
-        severity = config.severity.get(rule.id) or h.severity or rule.severity
-        message = h.message or (rule.source.message if rule.source is not None else rule.title)
         region = h.region
+        severity = config.severity.get(rule.id) or _capped(h.severity or rule.severity, region.uncertain)
+        message = _qualified(h.message or (rule.source.message if rule.source is not None else rule.title),
+                             region.uncertain)
         out.append(SourceFinding(
             rule=rule.id, code=rule.code, severity=severity, message=message, path=h.ix.path,
             start_line=sl, start_col=sc, end_line=el, end_col=ec, hazard=h.hazard,
@@ -190,6 +208,7 @@ class _Rec:
     site: CaptureSite
     fixes: tuple[Fix, ...]
     chain: tuple[str, ...]
+    uncertain: bool = False
 
 
 def _rec(h: Hit) -> _Rec:
@@ -198,7 +217,7 @@ def _rec(h: Hit) -> _Rec:
     el, ec = src.end(h.node)
     r = h.region
     return _Rec(h.hazard, h.node.start_byte, h.node.end_byte, sl, sc, el, ec, h.severity, h.message,
-                CaptureSite(r.ix.path, r.line, r.kind), tuple(h.fixes), h.chain)
+                CaptureSite(r.ix.path, r.line, r.kind), tuple(h.fixes), h.chain, r.uncertain)
 
 
 def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src: ParsedSource,
@@ -223,8 +242,9 @@ def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src:
             table = suppressions(src)
         if is_suppressed(table, r.sl, rule.id, rule.code):
             continue
-        severity = config.severity.get(rule.id) or r.severity or rule.severity
-        message = r.message or (rule.source.message if rule.source is not None else rule.title)
+        severity = config.severity.get(rule.id) or _capped(r.severity or rule.severity, r.uncertain)
+        message = _qualified(r.message or (rule.source.message if rule.source is not None else rule.title),
+                             r.uncertain)
         out.append(SourceFinding(
             rule=rule.id, code=rule.code, severity=severity, message=message, path=path,
             start_line=r.sl, start_col=r.sc, end_line=r.el, end_col=r.ec, hazard=r.hazard,
@@ -286,9 +306,9 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
     reported, so they are analysed together)."""
     recs: list[_Rec] = []
     entries: list[_RegionEntry] = []
-    if not _may_open(ix, wrappers):
+    if not _may_open(ix, wrappers | config.graphed_callables):
         return recs, entries
-    regions = find_regions(ix, wrappers)
+    regions = find_regions(ix, wrappers, graphed=config.graphed_callables)
     owners: list[Node | None] = [_owner_of(r.anchor) for r in regions]
     owner_keys = [o.start_byte if o is not None else -1 for o in owners]
     reuse: set[int] = set()

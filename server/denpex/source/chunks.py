@@ -85,7 +85,7 @@ class Chunks:
         if found is None:
             found = self._by_target[target] = [
                 i for local, binds in self.imports.items() for i, t in binds
-                if t == target or t == UNKNOWN or (t is None and local == target)]
+                if t in (target, UNKNOWN) or (t is None and local == target)]
         return found
 
     def want(self, ids: list[int] | set[int]) -> bool:

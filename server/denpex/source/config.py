@@ -4,6 +4,7 @@
     select = ["DPX1", "replay-rebound-static-input"]   # ids, codes or code prefixes; default: all
     ignore = ["empty-cache-around-capture"]
     capture-wrappers = ["capture_to_graph", "mypkg.graphs.capture"]  # extra capture openers
+    graphed-callables = ["mypkg.graphs.graphed"]      # extra calls that capture their first argument
     guards = ["is_graph_capturing"]                    # extra "am I capturing?" predicates
     max-depth = 4                                      # call-following depth
     [tool.denpex.severity]
@@ -35,6 +36,7 @@ class ScanConfig:
     capture_wrappers: frozenset[str] = frozenset()
     guards: frozenset[str] = frozenset()
     max_depth: int = 4
+    graphed_callables: frozenset[str] = frozenset()
 
     def enabled(self, rule_id: str) -> bool:
         if rule_id in self.ignore:
@@ -104,7 +106,8 @@ def load_config(book: RuleBook, start: Path | None = None, pyproject: Path | Non
         return ScanConfig()
     if not isinstance(section, dict):
         raise DenpexError(f"{path}: [tool.denpex] must be a table")
-    known = {"select", "ignore", "severity", "capture-wrappers", "capture_wrappers", "guards", "max-depth", "max_depth"}
+    known = {"select", "ignore", "severity", "capture-wrappers", "capture_wrappers", "graphed-callables",
+             "graphed_callables", "guards", "max-depth", "max_depth"}
     unknown = set(section) - known
     if unknown:
         raise DenpexError(f"{path}: [tool.denpex] unknown key(s): {', '.join(sorted(unknown))}")
@@ -120,8 +123,10 @@ def load_config(book: RuleBook, start: Path | None = None, pyproject: Path | Non
         for rid in resolve_rules(book, [key]):
             severity[rid] = cast(Severity, value)
     wrappers = _strings(section.get("capture-wrappers", section.get("capture_wrappers", [])), "capture-wrappers", path)
+    graphed = _strings(section.get("graphed-callables", section.get("graphed_callables", [])), "graphed-callables", path)
     guards = _strings(section.get("guards", []), "guards", path)
     depth = section.get("max-depth", section.get("max_depth", 4))
     if not isinstance(depth, int) or depth < 0:
         raise DenpexError(f"{path}: [tool.denpex] max-depth must be a non-negative integer")
-    return ScanConfig(frozenset(select) if select is not None else None, frozenset(ignore), severity, frozenset(wrappers), frozenset(guards), depth)
+    return ScanConfig(frozenset(select) if select is not None else None, frozenset(ignore), severity, frozenset(wrappers),
+                      frozenset(guards), depth, frozenset(graphed))

@@ -76,15 +76,8 @@ def file_nodes(src: ParsedSource) -> dict[str, list[Node]]:
             elif p.type == "import_from_statement":
                 out["from"].append(p)
     calls: list[Node] = []
-    for word in ("make_graphed_callables", "compile"):
-        for tok in tokens(src, word, "identifier"):
-            p = tok.parent
-            if p is not None and p.type == "call" and _child_is(p, "function", tok):
-                calls.append(p)
-            elif p is not None and p.type == "attribute" and _child_is(p, "attribute", tok) and _child_is(p.parent, "function", p):
-                assert p.parent is not None
-                if p.parent.type == "call":
-                    calls.append(p.parent)
+    for word in GRAPHED_CALLABLE_WORDS:
+        calls.extend(calls_named(src, word))
     out["call"] = sorted(calls, key=lambda n: n.start_byte)
     for tok in tokens(src, "capture_begin", "identifier"):
         p = tok.parent
@@ -109,6 +102,24 @@ def file_nodes(src: ParsedSource) -> dict[str, list[Node]]:
         lst = out[name]
         if any(lst[i].start_byte < lst[i - 1].start_byte for i in range(1, len(lst))):
             lst.sort(key=lambda n: n.start_byte)
+    return out
+
+
+# the last names of the calls that can open a capture of their argument: graphed-callable APIs and torch.compile
+GRAPHED_CALLABLE_WORDS = ("make_graphed_callables", "compile", "CudaGraphModule", "CUDAGraphed")
+
+
+def calls_named(src: ParsedSource, word: str) -> list[Node]:
+    """Calls of `word` or of `<expr>.word`, found from the name's tokens."""
+    out: list[Node] = []
+    for tok in tokens(src, word, "identifier"):
+        p = tok.parent
+        if p is not None and p.type == "call" and _child_is(p, "function", tok):
+            out.append(p)
+        elif p is not None and p.type == "attribute" and _child_is(p, "attribute", tok) and _child_is(p.parent, "function", p):
+            assert p.parent is not None
+            if p.parent.type == "call":
+                out.append(p.parent)
     return out
 
 

@@ -19,11 +19,17 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from denpex.source.chunks import SEED_WORDS
-from denpex.source.index import FileIndex, kwarg, positional
+from denpex.source.index import GRAPHED_CALLABLE_WORDS, FileIndex, calls_named, kwarg, positional
 from denpex.source.parse import strip_parens, walk
 
 GRAPH_CMS = frozenset({"torch.cuda.graph"})
-GRAPHED_CALLABLES = frozenset({"torch.cuda.make_graphed_callables"})
+GRAPHED_CALLABLES = frozenset({
+    "torch.cuda.make_graphed_callables",
+    "transformer_engine.pytorch.make_graphed_callables",  # Transformer Engine's (same calling convention)
+    "transformer_engine.pytorch.graph.make_graphed_callables",
+})
+# graphed-callable classes of other libraries, by the end of their qualified names (often imported relatively)
+GRAPHED_CALLABLE_SUFFIXES = ("tensordict.nn.CudaGraphModule", "cudagraphs.CudaGraphModule", "compile.CUDAGraphed")
 CG_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 
 _OPENERS = """
@@ -51,6 +57,9 @@ class CaptureRegion:
     compiled_names: list[str] = field(default_factory=list)
     compile_call: Node | None = None
     mode_node: Node | None = None
+    # a torch.compile whose mode the text does not settle (a variable, a `**kwargs` dict built elsewhere):
+    # its findings are reported at a lower severity
+    uncertain: bool = False
 
     @property
     def line(self) -> int:
@@ -187,8 +196,70 @@ def _ask_for_openers(ix: FileIndex, wrappers: set[str]) -> None:
                 break
 
 
+def _is_graphed_callable(q: str | None, graphed: frozenset[str]) -> bool:
+    if q is None:
+        return False
+    return (q in GRAPHED_CALLABLES or q.endswith(GRAPHED_CALLABLE_SUFFIXES) or q in graphed
+            or q.rsplit(".", 1)[-1] in graphed)
+
+
+def _splat_dicts(ix: FileIndex, call: Node) -> tuple[list[Node], bool]:
+    """The dictionaries a call's `**expr` arguments unpack (a dict display or a `dict(...)` call, directly or
+    through a name assigned in scope), and whether one of them could not be read."""
+    args = call.child_by_field_name("arguments")
+    out: list[Node] = []
+    unread = False
+    for a in args.named_children if args is not None else []:
+        if a.type != "dictionary_splat" or not a.named_child_count:
+            continue
+        expr = strip_parens(a.named_children[0])
+        if expr.type == "identifier":
+            assign, _s, _p = ix.lookup(ix.text(expr), expr)
+            expr = strip_parens(assign.value) if assign is not None and assign.value is not None else expr
+        f = expr.child_by_field_name("function") if expr.type == "call" else None
+        if expr.type == "dictionary" or (f is not None and ix.text(f) == "dict"):
+            out.append(expr)
+        else:
+            unread = True
+    return out, unread
+
+
+def _dict_value(ix: FileIndex, d: Node, key: str) -> Node | None:
+    """The value for `key` in a dict display or a `dict(key=...)` call."""
+    if d.type == "call":
+        return kwarg(ix, d, key)
+    for pair in d.named_children:
+        if pair.type == "pair" and _string_value(ix, pair.child_by_field_name("key")) == key:
+            return pair.child_by_field_name("value")
+    return None
+
+
+def _compile_mode(ix: FileIndex, call: Node) -> tuple[Node | None, str | None, bool]:
+    """(the node giving a torch.compile call's mode, the mode when the text settles it, whether the text leaves
+    open a CUDA-graph mode): `mode=` or a `**kwargs` dict's "mode"; a variable, an attribute, a conditional
+    with a CUDA-graph branch, or an unreadable `**kwargs` leave it open."""
+    node = kwarg(ix, call, "mode")
+    unread = False
+    if node is None:
+        dicts, unread = _splat_dicts(ix, call)
+        node = next((v for d in dicts if (v := _dict_value(ix, d, "mode")) is not None), None)
+    if node is None:
+        return None, None, unread
+    mode = _string_value(ix, node)
+    if mode is not None:
+        return node, mode, False
+    node_s = strip_parens(node)
+    if node_s.type == "conditional_expression":
+        branches = [_string_value(ix, c) for c in node_s.named_children[:1] + node_s.named_children[2:3]]
+        return node, None, any(b in CG_MODES for b in branches) or any(b is None for b in branches)
+    if node_s.type in ("none", "integer", "float", "true", "false"):
+        return node, None, False
+    return node, None, True
+
+
 def find_regions(
-    ix: FileIndex, wrappers: set[str] | frozenset[str] = frozenset(), cudagraph_flag: bool | None = None
+    ix: FileIndex, wrappers: set[str] | frozenset[str] = frozenset(), cudagraph_flag: bool | None = None,
+    graphed: frozenset[str] = frozenset(),
 ) -> list[CaptureRegion]:
     wrapper_names = set(wrappers) | contextmanager_wrappers(ix)
     if ix.src.lazy is not None:
@@ -238,12 +309,18 @@ def find_regions(
             CaptureRegion(kind="capture_begin", ix=ix, site=call, anchor=stmt, stmts=stmts, graph_name=recv,
                           end_stmt=end_stmt)
         )
-    for call in caps.get("call", []):
+    calls = caps.get("call", [])
+    if graphed:
+        extra = {n.rsplit(".", 1)[-1] for n in graphed} - set(GRAPHED_CALLABLE_WORDS)
+        if extra:
+            calls = sorted({c.id: c for w in extra for c in [*calls, *calls_named(ix.src, w)]}.values(),
+                           key=lambda n: n.start_byte)
+    for call in calls:
         f = call.child_by_field_name("function")
         if f is None:
             continue
         q = ix.qualname(f)
-        if q in GRAPHED_CALLABLES:
+        if _is_graphed_callable(q, graphed):
             pos = positional(call)
             if not pos:
                 continue
@@ -255,15 +332,15 @@ def find_regions(
             )
         elif q == "torch.compile" or (
             f.type == "attribute" and ix.text(f.child_by_field_name("attribute") or f) == "compile"
-            and kwarg(ix, call, "mode") is not None and q is not None and not q.startswith("re.")
+            and (kwarg(ix, call, "mode") is not None or _has_splat(call)) and q is not None
+            and not q.startswith("re.")
         ):
-            mode_node = kwarg(ix, call, "mode")
-            mode = _string_value(ix, mode_node)
+            mode_node, mode, open_mode = _compile_mode(ix, call)
             uses_cg = mode in CG_MODES or cudagraph_flag or _options_cudagraphs(ix, call)
-            if not uses_cg:
+            if not uses_cg and not open_mode:
                 continue
             region = CaptureRegion(kind="compile", ix=ix, site=call, anchor=_stmt_of(call), compile_call=call,
-                                   mode_node=mode_node)
+                                   mode_node=mode_node, uncertain=not uses_cg)
             parent = call.parent
             if parent is not None and parent.type == "decorator":
                 dd = parent.parent
@@ -299,8 +376,16 @@ def find_regions(
     return regions
 
 
+def _has_splat(call: Node) -> bool:
+    args = call.child_by_field_name("arguments")
+    return args is not None and any(a.type == "dictionary_splat" for a in args.named_children)
+
+
 def _options_cudagraphs(ix: FileIndex, call: Node) -> bool:
     opts = kwarg(ix, call, "options")
+    if opts is None:
+        dicts, _unread = _splat_dicts(ix, call)
+        opts = next((v for d in dicts if (v := _dict_value(ix, d, "options")) is not None), None)
     if opts is None:
         return False
     opts = strip_parens(opts)

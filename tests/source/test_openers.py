@@ -1,0 +1,105 @@
+"""Capture openers beyond `torch.cuda.graph`: other libraries' graphed-callable APIs, and torch.compile modes
+that arrive through `**kwargs` dicts or variables (research: real-code-idioms.md, items 6 and 8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from denpex.source import ScanConfig, analyse_source
+
+_OVERWRITE = """
+x = torch.randn(16, device="cuda")
+y = torch.randn(16, device="cuda")
+a = f(x)
+b = f(y)
+print(a.sum())
+"""
+
+
+def _compiled(line: str) -> str:
+    return "import torch\n\n\ndef body(x):\n    return x * 2\n\n\n" + line + "\n" + _OVERWRITE
+
+
+def _found(src: str, config: ScanConfig | None = None) -> list[tuple[str, int, str]]:
+    return [(f.rule, f.start_line, f.severity) for f in analyse_source(src, "m.py", config=config)]
+
+
+ROW = 11  # `a = f(x)` in _compiled(...)
+
+
+@pytest.mark.parametrize("line", [
+    'f = torch.compile(body, **{"mode": "reduce-overhead"})',
+    'KW = {"mode": "max-autotune", "fullgraph": True}\nf = torch.compile(body, **KW)',
+    'f = torch.compile(body, **dict(mode="reduce-overhead"))',
+    'f = torch.compile(body, **{"options": {"triton.cudagraphs": True}})',
+])
+def test_compile_mode_from_a_kwargs_dict(line: str) -> None:
+    src = _compiled(line)
+    row = ROW + line.count("\n")
+    assert _found(src) == [("compile-output-overwritten", row, "error")]
+
+
+def test_mode_fix_edits_the_dict_value() -> None:
+    src = _compiled('f = torch.compile(body, **{"mode": "reduce-overhead"})')
+    fix = next(x for f in analyse_source(src, "m.py") for x in f.fixes if "without CUDA graphs" in x.title)
+    (edit,) = fix.edits
+    assert src.splitlines()[edit.start_line][edit.start_col:edit.end_col] == '"reduce-overhead"'
+    assert edit.new_text == '"default"'
+
+
+@pytest.mark.parametrize("line", [
+    "f = torch.compile(body, mode=args.compile_mode)",
+    "f = torch.compile(body, **get_compile_kwargs())",
+    'f = torch.compile(body, mode="reduce-overhead" if fast else "default")',
+])
+def test_mode_left_open_is_reported_as_a_warning(line: str) -> None:
+    found = analyse_source(_compiled(line), "m.py")
+    assert [(f.rule, f.start_line, f.severity) for f in found] == [("compile-output-overwritten", ROW, "warning")]
+    assert "its mode is not a constant here" in found[0].message
+    assert not any("without CUDA graphs" in x.title for x in found[0].fixes)  # no mode to rewrite
+
+
+@pytest.mark.parametrize("line", [
+    'f = torch.compile(body, **{"mode": "default"})',
+    'f = torch.compile(body, mode="max-autotune-no-cudagraphs")',
+    'f = torch.compile(body, mode="default" if fast else "max-autotune-no-cudagraphs")',
+    "f = torch.compile(body)",
+    "f = torch.compile(body, mode=None)",
+])
+def test_modes_without_cuda_graphs_open_nothing(line: str) -> None:
+    assert _found(_compiled(line)) == []
+
+
+def test_module_compile_with_kwargs_dict() -> None:
+    src = ('import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n\n\n'
+           'f = M()\nf.compile(**{"mode": "reduce-overhead"})\n' + _OVERWRITE)
+    assert [r for r, _l, _s in _found(src)] == ["compile-output-overwritten"]
+
+
+_ITEM = "\n\ndef body(x):\n    return x.item()\n\n\n"
+
+
+@pytest.mark.parametrize("head,call", [
+    ("import transformer_engine.pytorch as te", "g = te.make_graphed_callables(body, (sample,))"),
+    ("from transformer_engine.pytorch import make_graphed_callables", "g = make_graphed_callables(body, (sample,))"),
+    ("from tensordict.nn import CudaGraphModule", "g = CudaGraphModule(body, warmup=2)"),
+    ("from moshi.utils.compile import CUDAGraphed", "g = CUDAGraphed(body)"),
+])
+def test_other_libraries_graphed_callables(head: str, call: str) -> None:
+    src = f"import torch\n{head}\n{_ITEM}{call}\n"
+    found = analyse_source(src, "m.py")
+    assert [(f.rule, f.start_line, f.capture_site.line if f.capture_site else None) for f in found] == [
+        ("capture-item-sync", 5, 8)]
+    fallback = next(x for x in found[0].fixes if "eager fallback" in x.title)
+    assert fallback.edits[0].new_text == "body"
+
+
+def test_unknown_graphed_callable_needs_configuration() -> None:
+    src = f"import torch\nfrom mylib.graphs import graphed\n{_ITEM}g = graphed(body)\n"
+    assert _found(src) == []
+    for name in ("mylib.graphs.graphed", "graphed"):
+        cfg = ScanConfig(graphed_callables=frozenset({name}))
+        assert _found(src, cfg) == [("capture-item-sync", 5, "error")]
+    # an unrelated function of the same last name in another module is not it
+    other = src.replace("from mylib.graphs import graphed", "from otherlib import graphed")
+    assert _found(other, ScanConfig(graphed_callables=frozenset({"mylib.graphs.graphed"}))) == []
