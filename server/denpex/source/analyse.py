@@ -37,6 +37,7 @@ from denpex.source.hazards import (
     CaptureWalker,
     Hit,
     around_region,
+    branch_head,
     fresh_name,
     logging_level_low,
 )
@@ -139,17 +140,25 @@ def _wrapper_names(config: ScanConfig, ws: Workspace | None, ix: FileIndex) -> s
 
 
 def _capped(severity: Severity, uncertain: bool) -> Severity:
-    """A finding of a capture that may not happen (a torch.compile whose mode the text leaves open) is no
-    error: at most a warning."""
+    """A finding that may not happen (a torch.compile whose mode the text leaves open, a line on a branch) is
+    no error: at most a warning."""
     return "warning" if uncertain and severity == "error" else severity
 
 
-_UNCERTAIN = (" (if this torch.compile runs with CUDA graphs: its mode is not a constant here, e.g. mode=\"reduce-overhead\" "
-              "or \"max-autotune\" from a variable or **kwargs)")
+_OPEN_MODE = (" (if this torch.compile runs with CUDA graphs: its mode is not a constant here, e.g. "
+              "mode=\"reduce-overhead\" or \"max-autotune\" from a variable or **kwargs)")
 
 
-def _qualified(message: str, uncertain: bool) -> str:
-    return message + _UNCERTAIN if uncertain else message
+def _doubt(h: Hit) -> str:
+    """Why a hit may not happen, as a message suffix ("" when nothing says so)."""
+    if h.region.uncertain:
+        return _OPEN_MODE
+    head = branch_head(h.ix.src, h.node, h.region.anchor if h.ix is h.region.ix else None)
+    return f" (only if the branch `{head}` runs)" if head else ""
+
+
+def _qualified(message: str, doubt: str) -> str:
+    return message + doubt
 
 
 def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_path: str | None) -> list[SourceFinding]:
@@ -179,9 +188,9 @@ def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_p
         if is_suppressed(table, sl, rule.id, rule.code):
             continue
         region = h.region
-        severity = config.severity.get(rule.id) or _capped(h.severity or rule.severity, region.uncertain)
-        message = _qualified(h.message or (rule.source.message if rule.source is not None else rule.title),
-                             region.uncertain)
+        doubt = _doubt(h)
+        severity = config.severity.get(rule.id) or _capped(h.severity or rule.severity, bool(doubt))
+        message = _qualified(h.message or (rule.source.message if rule.source is not None else rule.title), doubt)
         out.append(SourceFinding(
             rule=rule.id, code=rule.code, severity=severity, message=message, path=h.ix.path,
             start_line=sl, start_col=sc, end_line=el, end_col=ec, hazard=h.hazard,
@@ -208,7 +217,7 @@ class _Rec:
     site: CaptureSite
     fixes: tuple[Fix, ...]
     chain: tuple[str, ...]
-    uncertain: bool = False
+    doubt: str = ""  # why it may not happen (see _doubt)
 
 
 def _rec(h: Hit) -> _Rec:
@@ -217,7 +226,7 @@ def _rec(h: Hit) -> _Rec:
     el, ec = src.end(h.node)
     r = h.region
     return _Rec(h.hazard, h.node.start_byte, h.node.end_byte, sl, sc, el, ec, h.severity, h.message,
-                CaptureSite(r.ix.path, r.line, r.kind), tuple(h.fixes), h.chain, r.uncertain)
+                CaptureSite(r.ix.path, r.line, r.kind), tuple(h.fixes), h.chain, _doubt(h))
 
 
 def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src: ParsedSource,
@@ -242,9 +251,8 @@ def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src:
             table = suppressions(src)
         if is_suppressed(table, r.sl, rule.id, rule.code):
             continue
-        severity = config.severity.get(rule.id) or _capped(r.severity or rule.severity, r.uncertain)
-        message = _qualified(r.message or (rule.source.message if rule.source is not None else rule.title),
-                             r.uncertain)
+        severity = config.severity.get(rule.id) or _capped(r.severity or rule.severity, bool(r.doubt))
+        message = _qualified(r.message or (rule.source.message if rule.source is not None else rule.title), r.doubt)
         out.append(SourceFinding(
             rule=rule.id, code=rule.code, severity=severity, message=message, path=path,
             start_line=r.sl, start_col=r.sc, end_line=r.el, end_col=r.ec, hazard=r.hazard,
