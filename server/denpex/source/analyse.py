@@ -42,6 +42,7 @@ from denpex.source.hazards import (
     logging_level_low,
 )
 from denpex.source.index import FileIndex
+from denpex.source.members import member_rebinding
 from denpex.source.model import CaptureSite, Fix, Severity, SourceFinding, TextEdit
 from denpex.source.parse import ParsedSource, parse, take_wanting
 from denpex.source.regions import CaptureRegion, contextmanager_wrappers, find_regions
@@ -124,6 +125,7 @@ def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: s
     for region in find_regions(ix, wrappers, graphed=config.graphed_callables):
         CaptureWalker(region, resolver, hits.append, guards=guards, max_depth=config.max_depth).run()
         around_region(region, resolver, hits.append, around)
+        member_rebinding(region, hits.append)
     return hits
 
 
@@ -350,6 +352,7 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
             hits: list[Hit] = []
             CaptureWalker(region, resolver, hits.append, guards=guards, max_depth=config.max_depth).run()
             around_region(region, resolver, hits.append, around)
+            member_rebinding(region, hits.append)
             touched = ix.touched[mark:]
             touched.append((region.anchor.start_byte, region.end_byte))
             touched.append((region.site.start_byte, region.site.end_byte))
