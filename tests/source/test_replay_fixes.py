@@ -264,12 +264,20 @@ def test_no_replay_dependent_fix_when_a_replay_cannot_be_rewritten(shape: str) -
     assert not fixes_titled(found, MOVE)
 
 
-def test_no_fix_when_another_file_may_replay_a_module_level_graph() -> None:
+@pytest.mark.parametrize("other", [
+    "from cap import g\n\ng.replay()\n",
+    "import cap\n\ncap.g.replay()\n",
+    "from pkg import cap\n\ncap.g.replay()\n",
+    "from cap import (\n    x,\n    g,\n)\n\ng.replay()\n",
+    "def later():\n    from cap import g as graph\n    graph.replay()\n",
+])
+def test_no_fix_when_another_file_may_replay_a_module_level_graph(other: str) -> None:
     cap = "import torch\n\n" + SETUP + CAPTURE + "g.replay()\n"
     ws = Workspace()
     ws.add_text("cap.py", cap)
+    ws.add_text("unrelated.py", "import torch\n\ng = 1\ncap = 2\n")  # spells both, imports neither
     assert fixes_titled(analyse_source(cap, "cap.py", workspace=ws), EAGER)
-    ws.add_text("run.py", "from cap import g\n\ng.replay()\n")
+    ws.add_text("run.py", other)
     assert not fixes_titled(analyse_source(cap, "cap.py", workspace=ws), EAGER)
 
 
