@@ -103,3 +103,17 @@ def test_unknown_graphed_callable_needs_configuration() -> None:
     # an unrelated function of the same last name in another module is not it
     other = src.replace("from mylib.graphs import graphed", "from otherlib import graphed")
     assert _found(other, ScanConfig(graphed_callables=frozenset({"mylib.graphs.graphed"}))) == []
+
+
+@pytest.mark.parametrize("head,ret", [
+    ("", "return torch.cuda.graph(g, pool)"),
+    ("from torch.cuda import graph as G\n", "return G(g, pool)"),
+    ("from torch import cuda\n", "return (cuda.graph(g, pool))"),  # parenthesised: not a returned call
+])
+def test_function_returning_the_capture_context_is_a_wrapper(head: str, ret: str) -> None:
+    """DeepSpeed's accelerator.capture_to_graph(g) returns torch.cuda.graph(...): entering it opens a capture."""
+    src = (f"import torch\n{head}\n\nclass Accel:\n    def capture_to_graph(self, g, pool=None):\n        {ret}\n\n\n"
+           "def get_accelerator():\n    return Accel()\n\n\ndef run(x):\n    g = torch.cuda.CUDAGraph()\n"
+           "    with get_accelerator().capture_to_graph(g):\n        y = x.item()\n    return y\n")
+    found = [(f.rule, src.splitlines()[f.start_line].strip()) for f in analyse_source(src, "m.py")]
+    assert found == ([] if ret.startswith("return (") else [("capture-item-sync", "y = x.item()")])

@@ -55,12 +55,12 @@ def file_nodes(src: ParsedSource) -> dict[str, list[Node]]:
     """The nodes the index and the region finder start from, by name (each list in document order):
     fn, cls, imp, from, with, dec (decorators), begin (`x.capture_begin(...)` calls), call (calls of
     `make_graphed_callables` / `compile`, plain or as a method), cfg_left (the attribute of an
-    `... .cudagraphs = True` assignment) and retcall (a call returned directly).
+    `... .cudagraphs = True` assignment).
 
     Found from their keyword or name tokens (a text search plus a tree lookup each) rather than a walk over
     every node of the file: the same nodes a query for those patterns returns, at a fraction of the cost."""
     out: dict[str, list[Node]] = {k: [] for k in ("fn", "cls", "imp", "from", "with", "dec", "begin", "call",
-                                                  "cfg_left", "retcall")}
+                                                  "cfg_left")}
     for kw, parent_type, name in (("def", "function_definition", "fn"), ("class", "class_definition", "cls"),
                                   ("with", "with_statement", "with"), ("@", "decorator", "dec")):
         lst = out[name]
@@ -93,11 +93,6 @@ def file_nodes(src: ParsedSource) -> dict[str, list[Node]]:
                 right = a.child_by_field_name("right")
                 if right is not None and right.type == "true":
                     out["cfg_left"].append(p)
-    if b"graph" in src.data:  # only the wrapper finder reads returned calls, and only in files naming graph
-        for tok in tokens(src, "return"):
-            p = tok.parent
-            if p is not None and p.type == "return_statement":
-                out["retcall"].extend(c for c in p.named_children if c.type == "call")
     for name in ("fn", "cls", "with", "dec"):
         lst = out[name]
         if any(lst[i].start_byte < lst[i - 1].start_byte for i in range(1, len(lst))):

@@ -14,6 +14,7 @@ Recognised openers (any import spelling, resolved through names.py):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -111,17 +112,32 @@ def contextmanager_wrappers(ix: FileIndex) -> set[str]:
             if n.type == "with_statement" and _graph_items(ix, n, set()) and any(c.type == "yield" for c in walk(n)):
                 out.add(info.name)
                 break
-    for call in ix.caps.get("retcall", []):
+    for call in _returned_calls(ix):
         f = call.child_by_field_name("function")
-        if f is None:
-            continue
-        text = ix.text(f)
-        if "graph" not in text and not ix.imports.may_bind(text.split(".", 1)[0], "graph"):
-            continue  # cannot name torch.cuda.graph: no lookup (in a lazily parsed file, lookups ask for code)
-        if ix.qualname(f) in GRAPH_CMS:
+        if f is not None and ix.qualname(f) in GRAPH_CMS:
             fn = ix.enclosing_function(call)
             if fn is not None:
                 out.add(fn.name)
+    return out
+
+
+_RETURNED_CALL = re.compile(rb"return[ \t]+([A-Za-z_][\w.]*)[ \t]*\(")
+
+
+def _returned_calls(ix: FileIndex) -> list[Node]:
+    """Calls returned directly (`return f(...)`) whose function may name torch.cuda.graph: its text spells
+    graph, or its head may be bound to something that does. Found from the text: most returns are not looked
+    up in the tree (and, in a lazily parsed file, no lookup asks for code)."""
+    out: list[Node] = []
+    find = ix.src.root.descendant_for_byte_range
+    for m in _RETURNED_CALL.finditer(ix.src.data):
+        name = m.group(1).decode("utf-8", "surrogatepass")
+        if "graph" not in name and not ix.imports.may_bind(name.split(".", 1)[0], "graph"):
+            continue
+        tok = find(m.start(), m.start() + 6)
+        p = tok.parent if tok is not None and tok.type == "return" and tok.start_byte == m.start() else None
+        if p is not None and p.type == "return_statement":
+            out.extend(c for c in p.named_children if c.type == "call")
     return out
 
 
