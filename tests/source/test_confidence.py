@@ -75,3 +75,28 @@ def test_after_the_capture_a_branch_counts_too() -> None:
     assert _one(src)[:3] == ("replay-rebound-static-input", "warning", 9)
     plain = src.replace("    if flag:\n        static_x = batch\n", "    static_x = batch\n")
     assert _one(plain)[:3] == ("replay-rebound-static-input", "error", 8)
+
+
+def _via_call(region_body: str) -> str:
+    return ("import torch\n\n\ndef helper(x):\n    return x.item()\n\n\n"
+            "def main(x, debug):\n    g = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g):\n" + region_body + "    return g\n")
+
+
+def test_a_branch_at_the_call_site_counts() -> None:
+    rule, severity, line, message = _one(_via_call("        if debug:\n            y = helper(x)\n"))
+    assert (rule, severity, line) == ("capture-item-sync", "warning", 4)
+    assert message.endswith("(only if the branch `if debug:` runs)")
+
+
+def test_a_callee_reached_both_ways_is_certain() -> None:
+    for body in ("        if debug:\n            y = helper(x)\n        z = helper(x)\n",
+                 "        z = helper(x)\n        if debug:\n            y = helper(x)\n"):
+        assert _one(_via_call(body))[:3] == ("capture-item-sync", "error", 4)
+
+
+def test_a_branch_deeper_in_the_call_path_counts() -> None:
+    src = ("import torch\n\n\ndef leaf(x):\n    return x.item()\n\n\ndef mid(x, debug):\n    if debug:\n"
+           "        return leaf(x)\n    return x\n\n\ndef main(x, debug):\n    g = torch.cuda.CUDAGraph()\n"
+           "    with torch.cuda.graph(g):\n        y = mid(x, debug)\n    return g\n")
+    rule, severity, line, message = _one(src)
+    assert (rule, severity, line) == ("capture-item-sync", "warning", 4) and "`if debug:`" in message

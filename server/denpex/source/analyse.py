@@ -155,7 +155,7 @@ def _doubt(h: Hit) -> str:
     """Why a hit may not happen, as a message suffix ("" when nothing says so)."""
     if h.region.uncertain:
         return _OPEN_MODE
-    head = branch_head(h.ix.src, h.node, h.region.anchor if h.ix is h.region.ix else None)
+    head = branch_head(h.ix.src, h.node, h.region.anchor if h.ix is h.region.ix else None) or h.branch
     return f" (only if the branch `{head}` runs)" if head else ""
 
 
@@ -170,6 +170,8 @@ def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_p
     hits = list(hits)
     busy_lines = {(h.ix.path, h.node.start_point[0]) for h in hits if h.hazard != "python-side-effect"}
     hits = [h for h in hits if h.hazard != "python-side-effect" or (h.ix.path, h.node.start_point[0]) not in busy_lines]
+    doubts = {id(h): _doubt(h) for h in hits}
+    hits.sort(key=lambda h: bool(doubts[id(h)]))  # a line reached both ways is reported as the certain one
     supp_cache: dict[int, dict[int, set[str]]] = {}
     for h in hits:
         if only_path is not None and h.ix.path != only_path:
@@ -190,7 +192,7 @@ def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_p
         if is_suppressed(table, sl, rule.id, rule.code):
             continue
         region = h.region
-        doubt = _doubt(h)
+        doubt = doubts[id(h)]
         severity = config.severity.get(rule.id) or _capped(h.severity or rule.severity, bool(doubt))
         message = _qualified(h.message or (rule.source.message if rule.source is not None else rule.title), doubt)
         out.append(SourceFinding(
@@ -239,7 +241,7 @@ def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src:
     seen: set[tuple[int, int, str]] = set()
     out: list[SourceFinding] = []
     table: dict[int, set[str]] | None = None
-    for r in recs:
+    for r in sorted(recs, key=lambda r: bool(r.doubt)):  # a line reached both ways: the certain one
         if r.hazard == "python-side-effect" and r.sl in busy:
             continue
         rule = hmap.get(r.hazard)

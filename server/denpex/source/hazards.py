@@ -67,6 +67,7 @@ class Hit:
     fixes: list[Fix] = field(default_factory=list)
     severity: Severity | None = None
     message: str | None = None
+    branch: str | None = None  # a branch on the call path from the capture to here (see branch_head)
 
 
 _BRANCH_CLAUSES = frozenset({"if_statement", "elif_clause", "else_clause", "except_clause", "case_clause"})
@@ -113,6 +114,7 @@ class Frame:
     chain: tuple[str, ...]
     depth: int
     func: FuncInfo | None = None
+    branch: str | None = None  # the first branch on the call path from the capture to this function
 
 
 Sink = Callable[[Hit], None]
@@ -145,7 +147,8 @@ class CaptureWalker:
         self.sink = sink
         self.guards = guards
         self.max_depth = max_depth
-        self.visited: set[tuple[int, int]] = set()
+        # functions entered, with the branch on the path that entered them (None: entered unconditionally)
+        self.visited: dict[tuple[int, int], str | None] = {}
         self.rng_reported = False
         self.lazy_reported: set[str] = set()
         self.region_stmt_ids = {s.id for s in region.stmts}
@@ -167,18 +170,18 @@ class CaptureWalker:
                 for t in resolve_region_callable(self.resolver, r.ix, expr):
                     self.enter(t.ix, t.func, t.env, root, t.label)
 
-    def enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str) -> None:
+    def enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str, branch: str | None = None) -> None:
         if frame.depth >= self.max_depth:
             return
         key = (id(ix), fn.node.id)
-        if key in self.visited:
-            return
-        self.visited.add(key)
+        if key in self.visited and (self.visited[key] is None or branch is not None):
+            return  # entered already (a function first reached on a branch is entered again when reached without)
+        self.visited[key] = branch
         ix.touched.append((fn.node.start_byte, fn.node.end_byte))
         body = fn.body
         if body is None:
             return
-        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn)
+        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch)
         self.visit(body, child)
 
     def report(self, hazard: str, node: Node, frame: Frame, fixes: list[Fix | None] | None = None,
@@ -194,7 +197,7 @@ class CaptureWalker:
                 self._fallback = eager_fallback(self.region, self.replays())
             if self._fallback is not None:
                 fx.append(self._fallback)
-        self.sink(Hit(hazard, frame.ix, node, self.region, frame.chain, fx, severity, message))
+        self.sink(Hit(hazard, frame.ix, node, self.region, frame.chain, fx, severity, message, frame.branch))
 
     # ---- traversal ---------------------------------------------------------------------------------------
     def visit(self, node: Node, frame: Frame) -> None:
@@ -476,14 +479,16 @@ class CaptureWalker:
         # follow the call
         if frame.depth < self.max_depth:
             targets = self.resolver.resolve_call(ix, call, frame.env)
+            anchor = self.region.anchor if frame.depth == 0 and ix is self.region.ix else None
+            branch = frame.branch or (branch_head(ix.src, call, anchor) if targets or args else None)
             for tgt in targets:
-                self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label)
+                self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch)
             if not targets and q not in ("print",):
                 # callables passed to library code run inside the capture (checkpoint(block, x), ...)
                 for a in args:
                     if strip_parens(a).type in ("identifier", "attribute") and not self.kind(a, frame).tensor:
                         for tgt in self.resolver.resolve_callable(ix, a, frame.env):
-                            self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label)
+                            self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch)
 
     def _is_module_name(self, node: Node, frame: Frame) -> bool:
         return self.kind(node, frame).cat == "module"
