@@ -5,9 +5,13 @@ Recognised openers (any import spelling, resolved through names.py):
   parenthesised `with`, and a context manager stored in a variable (`ctx = torch.cuda.graph(g)`, also
   `... if c else nullcontext()`) and entered later;
 - `g.capture_begin()` ... `g.capture_end()` in one block;
-- `torch.cuda.make_graphed_callables(fn_or_module, ...)`: the callable's body (a module's `forward`);
+- `torch.cuda.make_graphed_callables(fn_or_module, ...)`: the callable's body (a module's `forward`); the same
+  for Transformer Engine's `make_graphed_callables`, tensordict's `CudaGraphModule`, moshi's `CUDAGraphed` and
+  the names listed in configuration (`graphed-callables`);
 - `torch.compile(..., mode="reduce-overhead" | "max-autotune")` as a call, decorator or rebinding, with
   `options={"triton.cudagraphs": True}`, or any compile when `torch._inductor.config.triton.cudagraphs = True`;
+  the mode and options may come from a `**kwargs` dict; a mode the text leaves open (a variable, an unreadable
+  `**kwargs`) opens an `uncertain` region, whose findings are at most warnings;
 - project wrappers: a `@contextmanager` that yields inside `torch.cuda.graph`, a function that returns
   `torch.cuda.graph(...)`, and the names listed in configuration (`capture-wrappers`).
 """
