@@ -46,6 +46,10 @@ _ADVERSARIAL = [
     # text that looks like definitions or imports but is not code
     'def documented():\n    """Usage:\n\n>>> import torch as tt\ndef fake(): pass\n"""\n    return 1\n',
     "# def commented_out():\n#     torch.cuda.synchronize()\nVALUE = 3\n",
+    # non-ASCII names (valid Python identifiers)
+    "def café(x):\n    return x.item()\n",
+    "def uses_café(x):\n    from torch.cuda import graph as gráfico\n    gg = torch.cuda.CUDAGraph()\n"
+    "    with gráfico(gg):\n        v = café(x)\n    return v\n",
     # a class whose forward syncs, and a decorated function
     "class Net(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x\n        return -x\n",
     "@functools.lru_cache(maxsize=None)\ndef cached_helper(n):\n    return n + 1\n",

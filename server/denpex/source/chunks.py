@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 
 # a line that starts a top-level statement: not indented, not blank, not a comment, not a closing bracket
 _STMT_START = re.compile(rb"\n(?=[^ \t\r\n\f#)\]}])")
-_HEADER = re.compile(rb"(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)")
-_DEF = re.compile(rb"def[ \t]+([A-Za-z_]\w*)")
-_CLASS = re.compile(rb"class[ \t]+([A-Za-z_]\w*)")
+# identifiers in UTF-8 bytes: any byte >= 0x80 belongs to a non-ASCII letter (`def café():` is valid Python)
+_ID = rb"[A-Za-z_\x80-\xff][\w\x80-\xff]*"
+_HEADER = re.compile(rb"(?:async[ \t]+)?(?:def|class)[ \t]+(" + _ID + rb")")
+_DEF = re.compile(rb"def[ \t]+(" + _ID + rb")")
+_CLASS = re.compile(rb"class[ \t]+(" + _ID + rb")")
 _IMPORT = re.compile(rb"import\b")
-_WORD = re.compile(rb"[A-Za-z_]\w*")
+_WORD = re.compile(_ID)
 
 # words that can open a capture (or configure one): a definition spelling one is parsed from the start
 SEED_WORDS = (b"graph", b"Graph", b"capture_begin", b"compile", b"reduce-overhead", b"max-autotune", b"cudagraphs")
@@ -129,7 +131,7 @@ def split(data: bytes, line_starts: list[int]) -> Chunks:
             continue  # in a comment, a string or a doctest: `import` begins no statement there
         binds = _import_bindings(data[start:end]) if start < line or not data.endswith(b"\\\n", 0, line) else None
         if binds is None:  # not an import statement we can read: any name it spells may be bound
-            binds = ([(w.decode(), UNKNOWN) for w in _WORD.findall(data, line, end)], [])
+            binds = ([(w.decode("utf-8", "replace"), UNKNOWN) for w in _WORD.findall(data, line, end)], [])
         for local, target in binds[0]:
             chunks.imports.setdefault(local, []).append((i, target))
         chunks.modules.extend((i, mod) for mod in binds[1])
@@ -194,7 +196,7 @@ def _import_bindings(stmt: bytes) -> tuple[list[tuple[str, str | None]], list[st
     return None
 
 
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_DOTTED = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 
 
 def _statement_end(data: bytes, pos: int) -> int:
