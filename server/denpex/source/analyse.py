@@ -29,6 +29,7 @@ from tree_sitter import Node
 
 from denpex.rulebook import Rule, RuleBook, load_rulebook
 from denpex.source.callgraph import Resolver
+from denpex.source.chunks import SEED_WORDS
 from denpex.source.config import ScanConfig
 from denpex.source.fixes import apply_edits
 from denpex.source.hazards import (
@@ -36,6 +37,7 @@ from denpex.source.hazards import (
     AroundIndex,
     CaptureWalker,
     Hit,
+    Sink,
     around_region,
     branch_head,
     fresh_name,
@@ -54,7 +56,9 @@ __all__ = [
     "analyse_source", "analyse_workspace", "apply_edits", "apply_fixes",
 ]
 
-_OPENER_WORDS = ("graph", "Graph", "capture_begin", "reduce-overhead", "max-autotune", "cudagraphs")
+# the capture words of lazy parsing, but `compile`: alone it is too common (re.compile) for a file prefilter,
+# see may_open
+_OPENER_WORDS = tuple(w.decode() for w in SEED_WORDS if w != b"compile")
 
 
 @cache
@@ -116,16 +120,26 @@ def _may_open(ix: FileIndex, extra: Iterable[str]) -> bool:
     return may_open(ix.src.text, extra)
 
 
+def _regions(ix: FileIndex, config: ScanConfig, wrappers: set[str]) -> list[CaptureRegion]:
+    """The file's capture regions (none without a capture word: no tree walk)."""
+    if not _may_open(ix, wrappers | config.graphed_callables):
+        return []
+    return find_regions(ix, wrappers, graphed=config.graphed_callables)
+
+
+def _detect(region: CaptureRegion, resolver: Resolver, config: ScanConfig, around: AroundIndex, sink: Sink) -> None:
+    """Every detector on one capture region: the captured code, the code around it, the instance's buffers."""
+    guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in config.guards)
+    CaptureWalker(region, resolver, sink, guards=guards, max_depth=config.max_depth).run()
+    around_region(region, resolver, sink, around)
+    member_rebinding(region, sink)
+
+
 def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: set[str]) -> list[Hit]:
     hits: list[Hit] = []
-    if not _may_open(ix, wrappers | config.graphed_callables):
-        return hits
-    guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in config.guards)
     around = AroundIndex(ix)  # the code after the captures, indexed once for all regions of the file
-    for region in find_regions(ix, wrappers, graphed=config.graphed_callables):
-        CaptureWalker(region, resolver, hits.append, guards=guards, max_depth=config.max_depth).run()
-        around_region(region, resolver, hits.append, around)
-        member_rebinding(region, hits.append)
+    for region in _regions(ix, config, wrappers):
+        _detect(region, resolver, config, around, hits.append)
     return hits
 
 
@@ -159,8 +173,11 @@ def _doubt(h: Hit) -> str:
     return f" (only if the branch `{head}` runs)" if head else ""
 
 
-def _qualified(message: str, doubt: str) -> str:
-    return message + doubt
+def _worded(rule: Rule, config: ScanConfig, severity: Severity | None, message: str | None,
+            doubt: str) -> tuple[Severity, str]:
+    """A finding's severity (the configured one, else the hit's or the rule's, capped when in doubt) and message."""
+    sev = config.severity.get(rule.id) or _capped(severity or rule.severity, bool(doubt))
+    return sev, (message or (rule.source.message if rule.source is not None else rule.title)) + doubt
 
 
 def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_path: str | None) -> list[SourceFinding]:
@@ -193,8 +210,7 @@ def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_p
             continue
         region = h.region
         doubt = doubts[id(h)]
-        severity = config.severity.get(rule.id) or _capped(h.severity or rule.severity, bool(doubt))
-        message = _qualified(h.message or (rule.source.message if rule.source is not None else rule.title), doubt)
+        severity, message = _worded(rule, config, h.severity, h.message, doubt)
         out.append(SourceFinding(
             rule=rule.id, code=rule.code, severity=severity, message=message, path=h.ix.path,
             start_line=sl, start_col=sc, end_line=el, end_col=ec, hazard=h.hazard,
@@ -255,8 +271,7 @@ def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src:
             table = suppressions(src)
         if is_suppressed(table, r.sl, rule.id, rule.code):
             continue
-        severity = config.severity.get(rule.id) or _capped(r.severity or rule.severity, bool(r.doubt))
-        message = _qualified(r.message or (rule.source.message if rule.source is not None else rule.title), r.doubt)
+        severity, message = _worded(rule, config, r.severity, r.message, r.doubt)
         out.append(SourceFinding(
             rule=rule.id, code=rule.code, severity=severity, message=message, path=path,
             start_line=r.sl, start_col=r.sc, end_line=r.el, end_col=r.ec, hazard=r.hazard,
@@ -318,9 +333,7 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
     reported, so they are analysed together)."""
     recs: list[_Rec] = []
     entries: list[_RegionEntry] = []
-    if not _may_open(ix, wrappers | config.graphed_callables):
-        return recs, entries
-    regions = find_regions(ix, wrappers, graphed=config.graphed_callables)
+    regions = _regions(ix, config, wrappers)
     owners: list[Node | None] = [_owner_of(r.anchor) for r in regions]
     owner_keys = [o.start_byte if o is not None else -1 for o in owners]
     reuse: set[int] = set()
@@ -337,7 +350,6 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
                 (found := cached.get(i)) is not None and found.owner == k for i in idents
             ):
                 reuse.add(k)
-    guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in config.guards)
     around: AroundIndex | None = None
     for region, owner, k in zip(regions, owners, owner_keys, strict=True):
         ident = _region_ident(region)
@@ -352,9 +364,7 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
             watched_before = ix.watched
             ix.watched = set()
             hits: list[Hit] = []
-            CaptureWalker(region, resolver, hits.append, guards=guards, max_depth=config.max_depth).run()
-            around_region(region, resolver, hits.append, around)
-            member_rebinding(region, hits.append)
+            _detect(region, resolver, config, around, hits.append)
             touched = ix.touched[mark:]
             touched.append((region.anchor.start_byte, region.end_byte))
             touched.append((region.site.start_byte, region.site.end_byte))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 # a line that starts a top-level statement: not indented, not blank, not a comment, not a closing bracket
@@ -122,13 +123,8 @@ def split(data: bytes, line_starts: list[int]) -> Chunks:
     for rx in (_DEF, _CLASS):
         for m in rx.finditer(data):
             chunks.defs.setdefault(m.group(1), []).append(chunks.chunk_at(m.start()))
-    for m in _IMPORT.finditer(data):
-        i = chunks.chunk_at(m.start())
-        line = data.rfind(b"\n", 0, m.start()) + 1
-        end = _statement_end(data, m.end())
-        start = _import_start(data, line, m.start())
-        if start < 0:
-            continue  # in a comment, a string or a doctest: `import` begins no statement there
+    for kw, line, start, end in import_statements(data):
+        i = chunks.chunk_at(kw)
         binds = _import_bindings(data[start:end]) if start < line or not data.endswith(b"\\\n", 0, line) else None
         if binds is None:  # not an import statement we can read: any name it spells may be bound
             binds = ([(w.decode("utf-8", "replace"), UNKNOWN) for w in _WORD.findall(data, line, end)], [])
@@ -136,6 +132,16 @@ def split(data: bytes, line_starts: list[int]) -> Chunks:
             chunks.imports.setdefault(local, []).append((i, target))
         chunks.modules.extend((i, mod) for mod in binds[1])
     return chunks
+
+
+def import_statements(data: bytes) -> Iterator[tuple[int, int, int, int]]:
+    """(`import` keyword offset, its line's start, statement start, statement end) of every import statement,
+    read from the text: a keyword in a comment, a string or a doctest begins none and is skipped."""
+    for m in _IMPORT.finditer(data):
+        line = data.rfind(b"\n", 0, m.start()) + 1
+        start = _import_start(data, line, m.start())
+        if start >= 0:
+            yield m.start(), line, start, _statement_end(data, m.end())
 
 
 _FROM_PREFIX = re.compile(rb"(?:^|[:;])[ \t]*(from[ \t]+[.\w]+[ \t]+)?$", re.M)
@@ -236,11 +242,9 @@ def seed(chunks: Chunks, data: bytes) -> None:
     close_over_names(chunks, data, todo)
 
 
-def close_over_names(chunks: Chunks, data: bytes, todo: list[int] | None = None) -> None:
-    """Parse, transitively, the top-level definitions that parsed chunks `todo` (default: every parsed
-    definition) name: a capture's helpers are parsed before the analysis has to ask for them."""
-    if todo is None:
-        todo = [i for i, p in enumerate(chunks.parsed) if p and chunks.name[i] is not None]
+def close_over_names(chunks: Chunks, data: bytes, todo: list[int]) -> None:
+    """Parse, transitively, the top-level definitions that the parsed chunks `todo` name: a capture's helpers
+    are parsed before the analysis has to ask for them."""
     top: dict[bytes, list[int]] = {}
     for i, name in enumerate(chunks.name):
         if name is not None and not chunks.parsed[i]:

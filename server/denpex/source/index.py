@@ -334,7 +334,7 @@ class FileIndex:
                 body = m.body
                 if body is None:
                     continue
-                for n in _iter_scope_nodes(body, self.src.data):
+                for n in scope_binding_nodes(body, self.src.data):
                     if n.type == "assignment":
                         left = n.child_by_field_name("left")
                         right = n.child_by_field_name("right")
@@ -371,7 +371,7 @@ class FileIndex:
         else:
             body = owner
         if body is not None:
-            for n in _iter_scope_nodes(body, self.src.data):
+            for n in scope_binding_nodes(body, self.src.data):
                 t = n.type
                 if t == "assignment":
                     left = n.child_by_field_name("left")
@@ -649,7 +649,7 @@ _SCOPE_SKIP = frozenset({"function_definition", "class_definition", "lambda", "d
 _MAY_BIND = re.compile(rb"=|for|global|nonlocal|:")
 
 
-def _iter_scope_nodes(body: Node, data: bytes) -> list[Node]:
+def scope_binding_nodes(body: Node, data: bytes) -> list[Node]:
     """The binding nodes of a scope's body (assignments, augmented assignments, for loops and comprehension
     clauses, global/nonlocal) in document order, not descending into nested functions, classes or lambdas,
     nor into subtrees whose text cannot hold a binding."""

@@ -16,7 +16,7 @@ from tree_sitter import Node
 
 from denpex.source import fixes as F
 from denpex.source.hazards import Hit, Sink
-from denpex.source.index import ClassInfo, FileIndex, FuncInfo, _iter_scope_nodes, positional
+from denpex.source.index import ClassInfo, FileIndex, FuncInfo, positional, scope_binding_nodes
 from denpex.source.parse import strip_parens, walk
 from denpex.source.regions import CaptureRegion
 
@@ -46,7 +46,7 @@ def member_rebinding(region: CaptureRegion, sink: Sink) -> None:
         body = m.body
         if body is None:
             continue
-        for n in _iter_scope_nodes(body, ix.src.data):
+        for n in scope_binding_nodes(body, ix.src.data):
             if n.type != "assignment" or (m is meth and n.start_byte < region.end_byte):
                 continue
             left = n.child_by_field_name("left")
@@ -108,7 +108,7 @@ def _graph_members(ix: FileIndex, region: CaptureRegion, meth: FuncInfo) -> set[
         return set()
     g = ix.text(expr)
     out: set[str] = set()
-    for n in _iter_scope_nodes(body, ix.src.data):
+    for n in scope_binding_nodes(body, ix.src.data):
         if n.type == "assignment" and n.start_byte >= region.end_byte:
             left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
             if right is not None and strip_parens(right).type == "identifier" and ix.text(right) == g and left is not None:

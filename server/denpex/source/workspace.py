@@ -7,13 +7,13 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
+from denpex.source.chunks import import_statements
 from denpex.source.index import FileIndex
 from denpex.source.model import TextEdit
 from denpex.source.parse import ParsedSource, parse
 
 _WORD = re.compile(r"\w+")
-# an import statement's text (a parenthesised name list included)
-_IMPORT_STMT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+(?:\([^)]*\)|[^\n]*)", re.M)
+_WORD_BYTES = re.compile(rb"[\w\x80-\xff]+")  # words of UTF-8 text (non-ASCII letters included)
 
 
 def module_names(path: str, roots: Iterable[str] = ()) -> list[str]:
@@ -208,17 +208,10 @@ class Workspace:
         if self._imports is None or self._imports[0] != self.generation:
             index: dict[str, set[str]] = {}
             for p in self.paths():
-                text = self.text(p) or ""
-                at = text.find("import")
-                while at >= 0:  # a literal search first: a regex anchored at every line start is ~10x slower
-                    line = text.rfind("\n", 0, at) + 1
-                    end = text.find("\n", at)
-                    end = len(text) if end < 0 else end
-                    m = _IMPORT_STMT.match(text, line)
-                    if m is not None and m.end() >= at:
-                        for w in _WORD.findall(m.group()):
-                            index.setdefault(w, set()).add(p)
-                    at = text.find("import", max(end, at + 6))
+                data = (self.text(p) or "").encode("utf-8", "surrogatepass")
+                for _kw, _line, start, end in import_statements(data):
+                    for w in _WORD_BYTES.findall(data, start, end):
+                        index.setdefault(w.decode("utf-8", "surrogatepass"), set()).add(p)
             self._imports = (self.generation, index)
         return self._imports[1]
 
