@@ -35,7 +35,13 @@ from denpex.source.parse import (
     strip_parens,
     walk,
 )
-from denpex.source.regions import CG_MODES, CaptureRegion, _string_value, is_inside_stream_context
+from denpex.source.regions import (
+    CG_MODES,
+    CaptureRegion,
+    _string_value,
+    is_inside_stream_context,
+    opens_stream_context,
+)
 
 DEFAULT_GUARDS = frozenset({
     "is_current_stream_capturing", "is_graph_capturing", "get_is_capture_mode", "is_capturing",
@@ -729,8 +735,8 @@ class CaptureWalker:
                 continue
             if "current_stream" in s:
                 continue
-            before = _siblings_before(node)
-            after = _siblings_after(node)
+            before = _siblings(node, after=False)
+            after = _siblings(node, after=True)
             forked = any(f"{s}.wait_stream(" in ix.text(b).replace(" ", "") for b in before)
             joined = any(f".wait_stream({s})" in ix.text(a).replace(" ", "") for a in after)
             t = self.torch
@@ -902,21 +908,13 @@ def _scope_calls(ix: FileIndex, body: Node) -> list[Node]:
     return out
 
 
-def _siblings_before(node: Node) -> list[Node]:
+def _siblings(node: Node, after: bool) -> list[Node]:
+    """The named siblings after `node` in order, or those before it nearest first."""
     out = []
-    s = node.prev_named_sibling
+    s = node.next_named_sibling if after else node.prev_named_sibling
     while s is not None:
         out.append(s)
-        s = s.prev_named_sibling
-    return out
-
-
-def _siblings_after(node: Node) -> list[Node]:
-    out = []
-    s = node.next_named_sibling
-    while s is not None:
-        out.append(s)
-        s = s.next_named_sibling
+        s = s.next_named_sibling if after else s.prev_named_sibling
     return out
 
 
@@ -2189,19 +2187,6 @@ def _keeps_graph(ix: FileIndex, fn: Node) -> bool:
     return back and ret
 
 
-def _stream_with(ix: FileIndex, st: Node) -> bool:
-    if st.type != "with_statement":
-        return False
-    clause = next((c for c in st.children if c.type == "with_clause"), None)
-    for item in clause.named_children if clause is not None else []:
-        v = item.child_by_field_name("value")
-        if v is not None and v.type == "call":
-            f = v.child_by_field_name("function")
-            if f is not None and ix.qualname(f) in ("torch.cuda.stream", "torch.cuda.StreamContext"):
-                return True
-    return False
-
-
 def legacy_stream_step(region: CaptureRegion, resolver: Resolver, sink: Sink) -> None:
     """`out = step()` on the default stream before the side-stream warm-up, where step() runs backward and returns
     a tensor, and the capture runs step() again while `out` is alive: `out` keeps the autograd graph, so the
@@ -2222,8 +2207,8 @@ def legacy_stream_step(region: CaptureRegion, resolver: Resolver, sink: Sink) ->
     anchor = region.anchor
     if anchor.parent is None or anchor.parent.type not in ("module", "block") or is_inside_stream_context(ix, anchor):
         return
-    before = list(reversed(_siblings_before(anchor)))
-    warm = next((i for i, s in enumerate(before) if _stream_with(ix, s)), None)
+    before = list(reversed(_siblings(anchor, after=False)))
+    warm = next((i for i, s in enumerate(before) if opens_stream_context(ix, s)), None)
     if warm is None:
         return
     for i, st in enumerate(before[:warm]):

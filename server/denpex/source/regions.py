@@ -430,18 +430,26 @@ def _stmt_of(node: Node) -> Node:
     return n
 
 
+def opens_stream_context(ix: FileIndex, stmt: Node) -> bool:
+    """`stmt` is a `with torch.cuda.stream(...)` (one of its items)."""
+    if stmt.type != "with_statement":
+        return False
+    clause = next((c for c in stmt.children if c.type == "with_clause"), None)
+    for item in clause.named_children if clause is not None else []:
+        v = item.child_by_field_name("value")
+        if v is not None and v.type == "call":
+            f = v.child_by_field_name("function")
+            if f is not None and ix.qualname(f) in ("torch.cuda.stream", "torch.cuda.StreamContext"):
+                return True
+    return False
+
+
 def is_inside_stream_context(ix: FileIndex, node: Node) -> bool:
     """Lexically inside `with torch.cuda.stream(...)` (or a `torch.cuda.set_stream` earlier in the block)."""
     p = node.parent
     while p is not None:
-        if p.type == "with_statement":
-            clause = next((c for c in p.children if c.type == "with_clause"), None)
-            for item in clause.named_children if clause is not None else []:
-                v = item.child_by_field_name("value")
-                if v is not None and v.type == "call":
-                    f = v.child_by_field_name("function")
-                    if f is not None and ix.qualname(f) in ("torch.cuda.stream", "torch.cuda.StreamContext"):
-                        return True
+        if opens_stream_context(ix, p):
+            return True
         if p.type in ("function_definition", "module"):
             break
         p = p.parent
