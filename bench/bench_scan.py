@@ -4,7 +4,7 @@ in-process targets of issue 3 (6,400-line file <= 30 ms; re-analysis after a one
     python bench/bench_scan.py [--tree DIR] [--no-install]
 
 The tree defaults to bench/data/scan-tree: real library code copied from the interpreter's site-packages
-(torch-free, so nothing is executed) plus the GPU scenarios from ../shared when present. torchfix is installed
+(torch-free, so nothing is executed) plus the GPU scenarios from tests/data/gpu. torchfix is installed
 into bench/out/venv-torchfix (never into the dev venv); if that fails the torchfix row says why.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-SCENARIOS = REPO.parent / "shared" / "gpu" / "scenarios"
+SCENARIOS = REPO / "tests" / "data" / "gpu" / "scenarios"
 OUT = HERE / "out"
 TORCHFIX_VENV = OUT / "venv-torchfix"
 

@@ -2,7 +2,7 @@
 
     python bench/check_incremental.py [--edits N] [--seed S] [--quick]
 
-Corpus: every GPU scenario (../shared/gpu/scenarios), every rule's source examples (invalid / valid / fixed),
+Corpus: every GPU scenario (tests/data/gpu/scenarios), every rule's source examples (invalid / valid / fixed),
 the Python snippets embedded in tests/source/*.py (string constants that look like captured code), and the
 6,400-line file of bench/bench_scan.py. For each text, one `Document` receives a seeded series of random
 single-line edits (insert / delete / modify a line, half of them near capture code, as LSP-style range edits
@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 
 from denpex.source import Document, TextEdit  # noqa: E402
 
-SCENARIOS = REPO.parent / "shared" / "gpu" / "scenarios"
+SCENARIOS = REPO / "tests" / "data" / "gpu" / "scenarios"
 CAPTURE_WORDS = ("graph", "capture", "compile", "replay", "item()", "make_graphed")
 
 SNIPPET_LINES = [

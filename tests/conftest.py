@@ -1,17 +1,11 @@
-"""Shared test helpers: where the repository and the shared research folder are."""
+"""Shared test helpers: where the repository and its test data are."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-GPU_RESULTS = SHARED / "gpu" / "results"
-
-
-def need_shared() -> Path:
-    if not GPU_RESULTS.is_dir():
-        pytest.skip(f"{GPU_RESULTS} is not present (the shared research folder sits beside the checkout)")
-    return GPU_RESULTS
+DATA = REPO / "tests" / "data"
+# real H200 outputs of the GPU scenarios, copied in so a clone needs nothing beside it (tests/data/README.md)
+GPU_DATA = DATA / "gpu"
+GPU_RESULTS = GPU_DATA / "results"

@@ -1,6 +1,6 @@
 """Every failing log from the real H200 runs is diagnosed with the right rule, line and rank.
 
-The expected rule per scenario comes from shared/gpu/FINDINGS.md; the expected line is the
+The expected rule per scenario comes from tests/data/gpu/FINDINGS.md; the expected line is the
 first line of the log that holds the root-cause text FINDINGS gives for that scenario.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from denpex.logs import diagnose_path
-from tests.conftest import GPU_RESULTS, need_shared
+from tests.conftest import GPU_RESULTS
 
 E900 = "operation not permitted when stream is capturing"
 COPY = "Cannot copy between CPU and CUDA tensors during CUDA graph capture"
@@ -97,9 +97,14 @@ def _first_line_with(path: Path, needle: str) -> int:
     raise AssertionError(f"{needle!r} not in {path}")
 
 
+def test_gpu_logs_are_in_the_repository() -> None:
+    missing = [n for n in EXPECTED if not (GPU_RESULTS / n).is_file()]
+    assert not missing, f"missing from {GPU_RESULTS}: {missing}"
+    assert len(_healthy_logs()) >= 20, "the fixed twins' logs are missing"
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_failing_gpu_log_is_diagnosed(name: str) -> None:
-    need_shared()
     path = GPU_RESULTS / name
     rules, needle, rank = EXPECTED[name]
     d = diagnose_path(path)
@@ -112,8 +117,6 @@ def test_failing_gpu_log_is_diagnosed(name: str) -> None:
 
 
 def _healthy_logs() -> list[str]:
-    if not GPU_RESULTS.is_dir():
-        return []
     return sorted(
         str(p.relative_to(GPU_RESULTS)) for p in (GPU_RESULTS / "logs").glob("*__fixed*.log")
     )
@@ -129,7 +132,6 @@ def test_fixed_twin_has_no_error_verdict(name: str) -> None:
 
 
 def test_chained_901_is_collateral_not_the_verdict() -> None:
-    need_shared()
     d = diagnose_path(GPU_RESULTS / "logs/01_item_in_capture.log")
     roles = {f.rule: f.role for f in d.findings}
     assert roles.get("cuda-901-capture-invalidated") == "collateral"
@@ -137,7 +139,6 @@ def test_chained_901_is_collateral_not_the_verdict() -> None:
 
 
 def test_frames_of_initiating_exception() -> None:
-    need_shared()
     d = diagnose_path(GPU_RESULTS / "logs/01_item_in_capture.log")
     assert d.verdict is not None
     user = [(f.path, f.line, f.function) for f in d.verdict.frames if not f.is_library]
@@ -145,7 +146,6 @@ def test_frames_of_initiating_exception() -> None:
 
 
 def test_fingerprint_is_the_sync_debug_warning_before_the_error() -> None:
-    need_shared()
     d = diagnose_path(GPU_RESULTS / "logs/41_sync_debug_warn_item_in_capture.log")
     assert d.verdict is not None and d.verdict.fingerprint is not None
     assert "called a synchronizing CUDA operation" in d.verdict.fingerprint.text
@@ -153,7 +153,6 @@ def test_fingerprint_is_the_sync_debug_warning_before_the_error() -> None:
 
 
 def test_asynchronous_error_says_where_cuda_noticed() -> None:
-    need_shared()
     d = diagnose_path(GPU_RESULTS / "logs/25_replay_after_del_input_empty_cache.log")
     assert d.verdict is not None
     notes = " ".join(d.verdict.notes)

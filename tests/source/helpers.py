@@ -10,8 +10,8 @@ from denpex.source.analyse import analyse_source, apply_edits
 from denpex.source.model import SourceFinding
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
-SCENARIOS = SHARED / "gpu" / "scenarios"
+# the GPU scenarios as run on the H200, kept in the repository (tests/data/README.md)
+SCENARIOS = REPO / "tests" / "data" / "gpu" / "scenarios"
 
 _ANNOT = re.compile(r"#\s*(ruleid|ok):\s*([a-z0-9-]+)")
 
