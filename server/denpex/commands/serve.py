@@ -24,6 +24,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from denpex.lsp.server import serve
+    from denpex.lsp.transport import serve
 
     return serve(tcp_port=args.tcp, host=args.host)

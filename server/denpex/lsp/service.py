@@ -1,0 +1,189 @@
+"""The document-analysis service: open documents, the workspace index, settings, the rule book, and
+the runs of the analysers that turn a document into diagnostics.
+
+It knows nothing of the wire: handlers call it, the server (server.py) publishes what it computed.
+Document text lives in pygls' workspace (it applies incremental changes); the service reads it
+through `get_text`, never from disk for an unknown URI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Protocol, cast
+
+from lsprotocol import types
+from pygls.workspace import TextDocument
+
+from denpex.lsp import logs
+from denpex.lsp.analysis import Analyzer
+from denpex.lsp.capabilities import ClientCaps
+from denpex.lsp.diagnostics import to_diagnostic
+from denpex.lsp.documents import DocState, DocumentStore, Kind, path_of
+from denpex.lsp.paths import PathIndex
+from denpex.lsp.settings import Settings, SettingsStore
+from denpex.rulebook import Rule, RuleBook, load_rulebook
+from denpex.source.config import ScanConfig, resolve_rules
+from denpex.source.model import Severity, SourceFinding
+
+# test hook: rule ids whose findings fail to convert (proves one bad rule loses only its findings)
+_FAULT_RULES = frozenset(filter(None, os.environ.get("DENPEX_LSP_FAULT_RULES", "").split(",")))
+
+
+class Log(Protocol):
+    """Where the service reports: `window/logMessage` in the server."""
+
+    def log_warning(self, message: str) -> None: ...
+
+    def log_exception(self, context: str) -> None: ...
+
+
+class DocumentService:
+    def __init__(self, log: Log, get_text: Callable[[str], TextDocument | None]) -> None:
+        self._log = log
+        self._get_text = get_text
+        self.caps = ClientCaps()
+        self.settings = SettingsStore()
+        self.documents = DocumentStore()
+        self.paths = PathIndex()
+        self.analyzer = Analyzer(log.log_warning)
+        self.generation = 0  # bumped on every settings change
+        self.traceback_diags: dict[str, list[types.Diagnostic]] = {}
+        self.traceback_generation = 0
+        self._book: RuleBook | None = None
+        self._book_failed = False
+        self._config: tuple[object, ScanConfig] | None = None
+
+    # rule book ---------------------------------------------------------------------------------
+
+    @property
+    def book(self) -> RuleBook | None:
+        if self._book is None and not self._book_failed:
+            try:
+                self._book = load_rulebook()
+            except Exception:
+                self._book_failed = True
+                self._log.log_exception("rule book failed to load; explanations unavailable")
+        return self._book
+
+    def rule(self, rule_id: str) -> Rule | None:
+        book = self.book
+        return book.get(rule_id) if book is not None and rule_id else None
+
+    # settings ----------------------------------------------------------------------------------
+
+    def settings_for(self, uri_or_path: str | None) -> Settings:
+        path = path_of(uri_or_path) if uri_or_path is not None and "://" in uri_or_path else uri_or_path
+        return self.settings.for_path(path)
+
+    def drain_setting_errors(self) -> None:
+        for err in self.settings.errors:
+            self._log.log_warning(err)
+        self.settings.errors.clear()
+
+    def settings_changed(self) -> None:
+        self.generation += 1
+        self.drain_setting_errors()
+
+    def _scan_config(self, settings: Settings) -> ScanConfig:
+        """The analyser's ScanConfig for these settings (ids, codes, prefixes resolved)."""
+        key = (settings.select, settings.ignore, tuple(sorted(settings.severity.items())),
+               settings.capture_wrappers, settings.graphed_callables, settings.guards)
+        if self._config is not None and self._config[0] == key:
+            return self._config[1]
+        book = self.book or load_rulebook()
+
+        def ids(keys: tuple[str, ...]) -> set[str]:
+            out: set[str] = set()
+            for key in keys:
+                try:
+                    out |= resolve_rules(book, [key])
+                except Exception as exc:  # an unknown rule in the settings costs only that entry
+                    self._log.log_warning(f"settings: {exc}")
+            return out
+
+        severity: dict[str, Severity] = {}
+        for sel, sev in sorted(settings.severity.items(), key=lambda kv: len(kv[0])):
+            if sev in ("error", "warning", "info"):
+                for rule_id in ids((sel,)):
+                    severity[rule_id] = cast(Severity, sev)
+        config = ScanConfig(
+            select=frozenset(ids(settings.select)) if settings.select else None,
+            ignore=frozenset(ids(settings.ignore)), severity=severity,
+            capture_wrappers=frozenset(settings.capture_wrappers), guards=frozenset(settings.guards),
+            graphed_callables=frozenset(settings.graphed_callables))
+        self._config = (key, config)
+        return config
+
+    def set_folders(self, folders: list[str]) -> None:
+        self.settings.set_folders(folders)
+        self.paths.set_folders(folders)
+        self.analyzer.set_folders(folders)
+
+    # documents ---------------------------------------------------------------------------------
+
+    def text_document(self, uri: str) -> TextDocument | None:
+        return self._get_text(uri)
+
+    def open_paths(self) -> list[str]:
+        return [p for p in (path_of(u) for u in self.documents.docs) if p]
+
+    def current(self, st: DocState) -> bool:
+        doc = self.text_document(st.uri)
+        return doc is not None and st.analysed_version == doc.version and st.settings_generation == self.generation
+
+    def ensure_current(self, st: DocState) -> None:
+        if not self.current(st):
+            self.analyse(st)
+
+    def analyse(self, st: DocState) -> None:
+        """Bring `st` up to date with its document (synchronously)."""
+        doc = self.text_document(st.uri)
+        if doc is None:
+            return
+        path = path_of(st.uri)
+        settings = self.settings.for_path(path)
+        self.drain_setting_errors()
+        if st.kind is Kind.PYTHON:
+            self._analyse_python(st, doc, path, settings)
+        elif st.kind is Kind.LOG:
+            self._analyse_log(st, doc, settings)
+        st.analysed_version = doc.version
+        st.settings_generation = self.generation
+
+    def _analyse_python(self, st: DocState, doc: TextDocument, path: str | None, settings: Settings) -> None:
+        findings: list[SourceFinding] = []
+        if len(doc.source) > settings.max_file_bytes:
+            self._log.log_warning(f"{st.uri}: larger than maxFileBytes ({settings.max_file_bytes}); not analysed")
+        else:
+            try:
+                findings = self.analyzer.analyse(doc.source, path or st.uri, self._scan_config(settings))
+            except Exception:
+                self._log.log_exception(f"source analysis failed for {st.uri}")
+        lines, codec = doc.lines, doc.position_codec
+        diags: list[types.Diagnostic] = []
+        for f in findings:
+            try:
+                if f.rule in _FAULT_RULES:
+                    raise RuntimeError(f"injected fault in rule {f.rule}")
+                d = to_diagnostic(f, lines=lines, codec=codec, caps=self.caps, settings=settings,
+                                  book=self.book, version=doc.version)
+            except Exception:
+                self._log.log_exception(f"rule {f.rule}: finding dropped")
+                continue
+            if d is not None:
+                diags.append(d)
+        st.findings, st.diagnostics = findings, diags
+
+    def _analyse_log(self, st: DocState, doc: TextDocument, settings: Settings) -> None:
+        st.diagnostics = []
+        if not settings.log_documents or len(doc.source) > max(settings.max_file_bytes, 64 << 20):
+            return
+        try:
+            dj = logs.diagnose(doc.source, self.book).to_json()
+            mapped = logs.map_frames(dj, self.paths, self.open_paths())
+            st.log_diagnosis = dj
+            st.diagnostics = logs.log_document_diagnostics(
+                dj, doc.lines, doc.position_codec, self.caps, settings, self.book, mapped)
+        except Exception:
+            self._log.log_exception(f"log diagnosis failed for {st.uri}")
