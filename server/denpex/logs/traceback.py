@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from denpex.logs import ipython
 from denpex.logs.attribution import attribute, strip_prefixes
 
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"\n]{1,1000})", line (?P<line>\d{1,9}), in (?P<func>\S{1,300})')
@@ -48,14 +49,20 @@ def frames_before(
         own.append((no, strip_prefixes(text)))
     frames: list[Frame] = []
     code_after: dict[int, str] = {}
+    arrow: ipython.Arrow | None = None  # IPython frames: the `---->` line below the frame's header
     for i in range(len(own) - 1, -1, -1):
         no, text = own[i]
-        if text.startswith("Traceback (most recent call last)") or text.startswith("During handling") or text.startswith("The above exception"):
+        if text.startswith("Traceback (most recent call last)") or text.startswith("During handling") or text.startswith("The above exception") or ipython.is_header(text):
             break
         m = _FRAME.match(text)
         if m:
             code = code_after.get(i + 1, "")
             frames.append(Frame(m["path"], int(m["line"]), m["func"], code, no))
+        elif (ip := ipython.frame(text, arrow)) is not None:
+            frames.append(Frame(ip.path, ip.line, ip.function, ip.code, no))
+            arrow = None
+        elif (a := ipython.arrow(text)) is not None:
+            arrow = a
         else:
             stripped = text.strip()
             if stripped and not set(stripped) <= {"^", "~", " "}:
