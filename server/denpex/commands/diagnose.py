@@ -1,8 +1,10 @@
-"""`denpex diagnose`: what failed first in a log or traceback, and what to do about it."""
+"""`denpex diagnose`: what failed first in a log, a job's log folder or many files, and what to do."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -10,20 +12,24 @@ from denpex.errors import DenpexError
 
 if TYPE_CHECKING:
     from denpex.logs.diagnose import Diagnosis
+    from denpex.logs.layout import LogSource
 
 
 def register(subparsers: Any) -> None:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "diagnose",
-        help="diagnose a log or traceback",
+        help="diagnose a log, a job's log folder, or many log files",
         description=(
             "Find the first CUDA-graph failure in a log, terminal output or traceback: the rule, "
-            "the line, the rank/node/process, the cause, the fix and a verification command. "
+            "the file and line, the rank/node/process, the cause, the fix and a verification command. "
+            "A folder is read as a job's logs (torchrun --log-dir, Slurm per-task files, one file per "
+            "pod or rank), its files scanned in parallel. --format json writes a summary that "
+            "`denpex merge` combines with those of other machines. "
             "Exit 0: nothing known found; 1: a failure was diagnosed; 2: bad usage or unreadable input."
         ),
     )
-    p.add_argument("file", nargs="?", default="-", metavar="FILE",
-                   help="log file, a denpex bundle folder, or '-' for standard input (default)")
+    p.add_argument("files", nargs="*", default=["-"], metavar="FILE|DIR",
+                   help="log files, log folders, denpex bundles, or '-' for standard input (default)")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     p.add_argument("--context", type=int, default=100, metavar="N",
                    help="lines kept before the initiating line (default 100)")
@@ -31,40 +37,121 @@ def register(subparsers: Any) -> None:
                    help="also load the rule files in DIR (repeatable)")
     p.add_argument("--control", metavar="GOOD",
                    help="a healthy run of the same job: report the first line before the failure it lacks")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="worker processes for folders and big files (default: the usable cores)")
+    p.add_argument("--node-rank", type=int, default=None, metavar="N",
+                   help="torchrun --node_rank of these logs: local ranks become N*nproc_per_node+local")
+    p.add_argument("--nproc-per-node", type=int, default=None, metavar="K",
+                   help="torchrun --nproc_per_node of these logs (with --node-rank)")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     # heavy imports here: `denpex --help` and other subcommands should not pay for them
-    from denpex.logs.control import first_divergence
-    from denpex.logs.diagnose import diagnose_path, diagnose_stream
+    from denpex.logs.layout import discover
     from denpex.rulebook import load_rulebook
 
     if args.context < 0:
         raise DenpexError("--context must be 0 or more")
+    if args.jobs is not None and args.jobs < 1:
+        raise DenpexError("--jobs must be 1 or more")
+    if (args.node_rank is None) != (args.nproc_per_node is None):
+        raise DenpexError("--node-rank and --nproc-per-node go together")
+    if args.rules:
+        load_rulebook(args.rules)  # a broken rule folder is reported once, before any work
+    inputs: list[str] = list(args.files)
+    if inputs == ["-"]:
+        return _stdin(args)
+    if "-" in inputs:
+        raise DenpexError("'-' (standard input) cannot be mixed with files")
+    layout = discover(inputs)
+    _apply_node_rank(layout.sources, args.node_rank, args.nproc_per_node)
+    if len(layout.sources) == 1 and not layout.warnings:
+        return _one_file(args, layout.sources[0])
+    if args.control:
+        raise DenpexError("--control compares one failing log with one healthy log; give one file")
+    return _many(args, inputs, layout.sources, layout.warnings)
+
+
+def _apply_node_rank(sources: list[LogSource], node_rank: int | None, nproc: int | None) -> None:
+    if node_rank is None or nproc is None:
+        return
+    for s in sources:
+        if s.rank is None and s.local_rank is not None:
+            s.rank = node_rank * nproc + s.local_rank
+            s.evidence.append(f"--node-rank {node_rank} --nproc-per-node {nproc}: global rank "
+                              f"{node_rank} x {nproc} + {s.local_rank}")
+
+
+def _stdin(args: argparse.Namespace) -> int:
+    from denpex.logs.diagnose import matcher_for
+    from denpex.logs.layout import LogSource
+    from denpex.logs.scanner import iter_line_hits
+    from denpex.logs.summary import FileCollector, diagnose_collector, to_summary
+    from denpex.rulebook import load_rulebook
+
+    if args.control:
+        raise DenpexError("--control needs the failing log as a file, not standard input")
     book = load_rulebook(args.rules) if args.rules else None
-    show_progress = sys.stderr.isatty() and args.file != "-"
-    progress = _progress_printer() if show_progress else None
-    if args.file == "-":
-        if args.control:
-            raise DenpexError("--control needs the failing log as a file, not standard input")
-        d = diagnose_stream(sys.stdin.buffer, book, args.context, "<stdin>")
-    else:
-        d = diagnose_path(args.file, book, args.context, progress)
-    if show_progress:
-        sys.stderr.write("\r\x1b[K")
-    if args.control and d.verdict is not None:
-        d.verdict.first_divergence = first_divergence(args.file, args.control, d.verdict.finding.line)
-    _emit(d, args)
+    matcher = matcher_for(book)
+    c = FileCollector(matcher, args.context, None)
+    try:
+        for _lh in iter_line_hits(sys.stdin.buffer, matcher, c.stats, c.on_hit):
+            pass
+    except OSError as exc:
+        raise DenpexError(f"<stdin>: read failed: {exc.strerror or exc}") from None
+    d = diagnose_collector(c, args.context, "<stdin>", b"")
+    src = LogSource("<stdin>", "<stdin>", "file")
+    _emit_one(d, args, to_summary(src, d, c, None))
     return 1 if d.verdict is not None else 0
 
 
-def _emit(d: Diagnosis, args: argparse.Namespace) -> None:
+def _one_file(args: argparse.Namespace, src: LogSource) -> int:
+    from denpex.logs.control import first_divergence
+    from denpex.logs.parallel import BIG_FILE, RangePool, current_book, default_jobs, init_worker
+    from denpex.logs.summary import summarise
+
+    show_progress = sys.stderr.isatty()
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    init_worker(args.rules, args.context)
+    book = current_book()
+    try:
+        big = src.kind != "error.json" and os.path.getsize(src.path) >= BIG_FILE and jobs > 1
+    except OSError:
+        big = False
+    if show_progress:
+        sys.stderr.write("denpex: scanning ...")
+        sys.stderr.flush()
+    if big:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx, initializer=init_worker,
+                                 initargs=(args.rules, args.context)) as ex:
+            summary, d = summarise(src, book, args.context, ranges=jobs, pool=RangePool(ex, book))
+    else:
+        summary, d = summarise(src, book, args.context)
+    if show_progress:
+        sys.stderr.write("\r\x1b[K")
+    if args.control and d.verdict is not None:
+        d.verdict.first_divergence = first_divergence(src.path, args.control, d.verdict.finding.line)
+    _emit_one(d, args, summary)
+    return 1 if d.verdict is not None else 0
+
+
+def _emit_one(d: Diagnosis, args: argparse.Namespace, summary: dict[str, Any]) -> None:
+    from denpex.logs.merge import stamp_host
     from denpex.logs.render import render_json, render_markdown, render_text
 
     if args.format == "json":
-        sys.stdout.write(render_json(d) + "\n")
+        doc = json.loads(render_json(d))
+        if doc.get("verdict") is not None:
+            doc["verdict"]["file"] = summary["source"]["display"]
+        stamp_host([summary])
+        doc["files"] = [summary]
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     elif args.format == "markdown":
         sys.stdout.write(render_markdown(d))
     else:
@@ -73,13 +160,27 @@ def _emit(d: Diagnosis, args: argparse.Namespace) -> None:
     sys.stdout.flush()
 
 
-def _progress_printer() -> Any:
-    last = [0]
+def _many(args: argparse.Namespace, inputs: list[str], sources: list[LogSource], warnings: list[str]) -> int:
+    from denpex.logs.merge import merge_summaries, stamp_host
+    from denpex.logs.parallel import summarise_all
 
-    def progress(done: int) -> None:
-        if done - last[0] >= 64 << 20:
-            last[0] = done
-            sys.stderr.write(f"\rdenpex: scanned {done >> 20} MiB")
-            sys.stderr.flush()
+    summaries, not_read = summarise_all(sources, args.rules, args.context, args.jobs)
+    if not summaries:
+        raise DenpexError("no file could be read: " + "; ".join(not_read))
+    stamp_host(summaries)
+    doc = merge_summaries(summaries, inputs, warnings + not_read)
+    emit_doc(doc, args.format, args.color)
+    return 1 if doc["verdict"] is not None else 0
 
-    return progress
+
+def emit_doc(doc: dict[str, Any], fmt: str, color: str) -> None:
+    from denpex.logs.report import render_doc_markdown, render_doc_text
+
+    if fmt == "json":
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    elif fmt == "markdown":
+        sys.stdout.write(render_doc_markdown(doc))
+    else:
+        colour = color == "always" or (color == "auto" and sys.stdout.isatty())
+        sys.stdout.write(render_doc_text(doc, colour=colour))
+    sys.stdout.flush()

@@ -40,19 +40,25 @@ ContextFn = Callable[[int], list[tuple[int, str]]]
 
 
 class Window:
-    """The bytes of the previous and current chunk, to recover lines before a hit."""
+    """The bytes of the previous and current chunk, to recover lines before a hit.
+
+    A chunk buffer may hold a partial line past its end (``cur_end``/``prev_end``): it is
+    scanned again with the next chunk.
+    """
 
     def __init__(self) -> None:
         self.prev = b""
         self.prev_first_line = 1
+        self.prev_end = 0
         self.cur = b""
         self.cur_first_line = 1
+        self.cur_end = 0
 
     def lines_before(self, cur_pos: int, n: int) -> list[tuple[int, str]]:
         """Up to n (line number, text) pairs ending before byte cur_pos of the current chunk."""
         out: list[tuple[int, str]] = []
         line_no = self.cur_first_line + self.cur.count(b"\n", 0, cur_pos)
-        for buf, end in ((self.cur, cur_pos), (self.prev, len(self.prev))):
+        for buf, end in ((self.cur, cur_pos), (self.prev, self.prev_end)):
             if buf is self.prev:
                 line_no = self.cur_first_line
             while len(out) < n and end > 0:
@@ -66,6 +72,17 @@ class Window:
         out.reverse()
         return out
 
+    def prime(self, data: bytes) -> None:
+        """Start with the bytes before the stream (whole lines): they number 0, -1, ... backwards."""
+        self.cur, self.cur_end, self.cur_first_line = data, len(data), 1 - data.count(b"\n")
+
+
+def _seekable(stream: BinaryIO) -> bool:
+    try:
+        return bool(stream.seekable())
+    except (AttributeError, OSError, ValueError):
+        return False
+
 
 def iter_line_hits(
     stream: BinaryIO,
@@ -73,9 +90,16 @@ def iter_line_hits(
     stats: ScanStats,
     on_context: Callable[[LineHit, Window, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    window: Window | None = None,
 ) -> Iterator[LineHit]:
-    """Yield every line (or glued piece of a line) that matches at least one signature."""
-    window = Window()
+    """Yield every line (or glued piece of a line) that matches at least one signature.
+
+    A window given already holds the bytes before the stream (a range of a bigger file).
+    Chunks are neither joined nor cut by copying: a partial last line is read again with the
+    next chunk when the stream can seek back (files), and only carried over when it cannot (pipes).
+    """
+    window = Window() if window is None else window
+    seekable = _seekable(stream)
     carry = b""
     line_base = 1  # line number of the first byte of `buf`
     carry_continues = False  # carry is the tail of an over-long line already reported on
@@ -94,40 +118,43 @@ def iter_line_hits(
                     carry = buf
                     continue
                 cut = len(buf)  # over-long line: scan what we have, keep numbering
-        body = buf[:cut]
-        carry = buf[cut:]
+        tail = len(buf) - cut
+        if tail and seekable and tail <= len(data):
+            stream.seek(-tail, 1)  # the partial line is read again, whole, with the next chunk
+            carry = b""
+        else:
+            carry = buf[cut:]
         if stats.bytes == 0:
-            stats.binary_bytes = _binary_bytes(body[:65536])
-        stats.bytes += len(body)
-        window.prev, window.prev_first_line = window.cur, window.cur_first_line
-        window.cur, window.cur_first_line = body, line_base
-        offsets = matcher.candidate_offsets(body)
+            stats.binary_bytes = _binary_bytes(buf[: min(cut, 65536)])
+        stats.bytes += cut
+        window.prev, window.prev_first_line, window.prev_end = window.cur, window.cur_first_line, window.cur_end
+        window.cur, window.cur_first_line, window.cur_end = buf, line_base, cut
+        offsets = matcher.candidate_offsets(buf)
         next_line_start = 0  # matches before this byte belong to a line already checked
         counted_to = 0
         line_no = line_base
         for pos in offsets:
             if pos < next_line_start:
                 continue
-            start = body.rfind(b"\n", 0, pos) + 1
-            end = body.find(b"\n", pos)
+            if pos >= cut:
+                break  # in the partial line: scanned with the next chunk
+            start = buf.rfind(b"\n", 0, pos) + 1
+            end = buf.find(b"\n", pos, cut)
             if end < 0:
-                end = len(body)
-            line_no += body.count(b"\n", counted_to, start)
+                end = cut
+            line_no += buf.count(b"\n", counted_to, start)
             counted_to = start
             next_line_start = end + 1
             stats.candidates += 1
-            yield from _check_line(body, start, end, line_no, matcher, window, on_context)
-        newlines = body.count(b"\n")
+            yield from _check_line(buf, start, end, line_no, matcher, window, on_context)
+        newlines = (line_no - line_base) + buf.count(b"\n", counted_to, cut)
         stats.lines += newlines
         line_base += newlines
-        if cut == len(buf) and not eof and not body.endswith(b"\n"):
-            carry_continues = True
-        else:
-            carry_continues = False
+        carry_continues = cut == len(buf) and not eof and not buf.endswith(b"\n")
         if progress is not None:
             progress(stats.bytes)
         if eof:
-            if body and not body.endswith(b"\n"):
+            if cut and not buf.endswith(b"\n"):
                 stats.lines += 1
                 stats.truncated_last_line = not carry_continues
             break

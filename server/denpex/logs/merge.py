@@ -1,0 +1,269 @@
+"""The job's verdict from the summaries of its files (one `denpex diagnose` or many, merged).
+
+The decision is a function of the set of file summaries alone (they are put in a canonical order
+first), so ``denpex merge`` over the partial summaries of several machines gives the verdict one
+``denpex diagnose`` over all the files would give.
+
+Order of failures across files: by wall-clock stamp when every candidate has one (the line's own,
+else the nearest stamped line before it), else by the torchrun ``error.json`` timestamps, else by
+causal role (an initiating error before collateral) and then by rank.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections import Counter
+from typing import Any
+
+from denpex.errors import DenpexError
+from denpex.logs.layout import LogSource
+from denpex.logs.ranks import TableEntry, choose_suspect, global_from_table, writer_name
+from denpex.logs.timestamps import format_stamp
+
+SCHEMA = "denpex.diagnosis/1"
+MAX_TOP_FINDINGS = 1000
+
+
+def files_of(doc: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """The file summaries in a diagnosis document (or a bare file summary)."""
+    if not isinstance(doc, dict):
+        raise DenpexError(f"{where}: not a denpex summary (expected a JSON object)")
+    if doc.get("schema") == "denpex.file-summary/1":
+        return [doc]
+    if doc.get("schema") != SCHEMA:
+        raise DenpexError(f"{where}: not a denpex summary (schema {doc.get('schema')!r})")
+    files = doc.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, dict) and "source" in f for f in files):
+        raise DenpexError(f"{where}: a diagnosis without file summaries (made by an older denpex?)")
+    return files
+
+
+def _canon(s: dict[str, Any]) -> tuple[Any, ...]:
+    src = s["source"]
+    return (s.get("host") or "", src.get("node") or "", src.get("attempt") or 0,
+            src["rank"] if src.get("rank") is not None else -1,
+            src["local_rank"] if src.get("local_rank") is not None else -1, src["display"])
+
+
+def merge_summaries(summaries: list[dict[str, Any]], inputs: list[str],
+                    warnings: list[str] | None = None) -> dict[str, Any]:
+    """One diagnosis document for a job from its file summaries."""
+    seen: set[tuple[Any, ...]] = set()
+    files: list[dict[str, Any]] = []
+    for s in sorted(summaries, key=_canon):
+        key = (*_canon(s), s.get("bytes"))
+        if key not in seen:
+            seen.add(key)
+            files.append(s)
+    notes_job: list[str] = []
+    _map_ranks(files, notes_job)
+    warn = list(warnings or []) + [w for s in files for w in s.get("warnings", [])]
+    verdict = _decide(files, notes_job)
+    findings = sorted((f for s in files for f in s.get("findings", [])),
+                      key=lambda f: (f.get("file") or "", f["line"]))[:MAX_TOP_FINDINGS]
+    doc = {
+        "schema": SCHEMA,
+        "input": {"source": ", ".join(inputs), "files": len(files),
+                  "bytes": sum(int(s.get("bytes") or 0) for s in files),
+                  "lines": sum(int(s.get("lines") or 0) for s in files),
+                  "truncated_last_line": any(s.get("truncated") for s in files)},
+        "summary": _summary(verdict, files),
+        "warnings": warn,
+        "verdict": verdict,
+        "findings": findings,
+        "files": files,
+    }
+    return doc
+
+
+def stamp_host(summaries: list[dict[str, Any]]) -> None:
+    """Mark each summary with the machine it was made on (a node's logs have the same paths)."""
+    host = socket.gethostname()
+    for s in summaries:
+        s.setdefault("host", host)
+
+
+# --- ranks --------------------------------------------------------------------------------------
+
+
+def _map_ranks(files: list[dict[str, Any]], notes: list[str]) -> None:
+    table = [TableEntry(r, lr, h) for s in files for r, lr, h in s.get("table", [])]
+    runs = {(s.get("host"), s["source"].get("run")) for s in files if s["source"].get("kind") in ("torchrun", "error.json")}
+    single_node = len(runs) == 1 and not table
+    for s in files:
+        src = s["source"]
+        if src.get("rank") is not None or src.get("local_rank") is None:
+            continue
+        got: tuple[int, str] | None = None
+        line_ranks = s.get("line_ranks") or {}
+        if line_ranks:
+            top, n = max(line_ranks.items(), key=lambda kv: (kv[1], -int(kv[0])))
+            got = int(top), f"the file's own [rank{top}]: prefixes ({n} lines)"
+        if got is None:
+            got = global_from_table(src["local_rank"], _host_in(src.get("node"), table), table)
+        if got is None and single_node:
+            got = src["local_rank"], "one node (a single torchrun run folder): global rank = local rank"
+        if got is not None:
+            _set_rank(s, got[0], got[1])
+
+
+def _host_in(node: str | None, table: list[TableEntry]) -> str | None:
+    if node is None:
+        return None
+    parts = node.split("/")
+    for e in table:
+        if e.host is not None and e.host in parts:
+            return e.host
+    return node
+
+
+def _set_rank(s: dict[str, Any], rank: int, why: str) -> None:
+    src = s["source"]
+    old = writer_name(None, src.get("local_rank"), src.get("node"))
+    new = f"rank {rank}"
+    src["rank"] = rank
+    src["evidence"] = [*src.get("evidence", []), why]
+    for key in ("timed_out", "last_enqueued"):
+        facts = s.get(key) or {}
+        if old in facts:
+            facts[new] = facts.pop(old)
+    for f in [s.get("verdict"), *s.get("findings", [])]:
+        if f and f.get("rank") is None and f.get("local_rank") == src.get("local_rank"):
+            f["rank"] = rank
+            ev = "attribution" if "attribution" in f else "evidence"
+            f[ev] = [*f.get(ev, []), why]
+
+
+# --- the decision -------------------------------------------------------------------------------
+
+
+def _writer(s: dict[str, Any]) -> str | None:
+    src = s["source"]
+    return writer_name(src.get("rank"), src.get("local_rank"), src.get("node"))
+
+
+def _rank_key(s: dict[str, Any]) -> tuple[int, str]:
+    v = s["verdict"]
+    r = v.get("rank")
+    return (r if r is not None else 1 << 30, s["source"]["display"])
+
+
+def _decide(files: list[dict[str, Any]], job_notes: list[str]) -> dict[str, Any] | None:
+    with_v = [s for s in files if s.get("verdict")]
+    if not with_v:
+        return None
+    initiating = [s for s in with_v if s.get("role") == "initiating"]
+    pool = initiating or [s for s in with_v if s.get("role") == "collateral"] or with_v
+    pool = _drop_error_json_twins(pool)
+    ordered, how = _order(pool)
+    first = ordered[0]
+    v = dict(first["verdict"])
+    v["file"] = first["source"]["display"]
+    v["ordered_by"] = how
+    v["notes"] = list(v.get("notes", []))
+    v["alternatives"] = list(v.get("alternatives", []))
+    for s in ordered[1:]:
+        ov = s["verdict"]
+        if s.get("role") != first.get("role"):
+            continue
+        v["alternatives"].append({
+            "rule": ov["rule"], "title": ov.get("title"), "line": ov["line"], "rank": ov.get("rank"),
+            "file": s["source"]["display"],
+            "why_not_first": _why_later(first, s, how),
+        })
+        if len(v["alternatives"]) >= 16:
+            break
+    if len(files) > 1:
+        v["notes"].insert(0, f"{len(files)} files read; first failure in {v['file']} (ordered by {how}).")
+    if first.get("role") != "initiating":
+        _suspect(v, files)
+    collateral = Counter(
+        (f["rule"]) for s in files for f in s.get("findings", [])
+        if f.get("role") == "collateral" and s is not first
+    )
+    if collateral and len(files) > 1:
+        v["notes"].append("collateral in the other files: " + "; ".join(f"{n}x {r}" for r, n in sorted(collateral.items())))
+    v["notes"] = job_notes + v["notes"]
+    return v
+
+
+def _drop_error_json_twins(pool: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A writer's error.json repeats the traceback of its stderr.log, which has lines and stamps."""
+    logged = {(s["source"].get("run"), s["source"].get("local_rank"), s["verdict"]["rule"])
+              for s in pool if s["source"].get("kind") != "error.json"}
+    return [s for s in pool if s["source"].get("kind") != "error.json"
+            or (s["source"].get("run"), s["source"].get("local_rank"), s["verdict"]["rule"]) not in logged] or pool
+
+
+def _order(pool: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    if len(pool) == 1:
+        return pool, "the only candidate"
+    if all(s.get("stamp") for s in pool):
+        return sorted(pool, key=lambda s: (tuple(s["stamp"]), _rank_key(s))), "timestamps"
+    if all(s.get("epoch") is not None for s in pool):
+        return sorted(pool, key=lambda s: (s["epoch"], _rank_key(s))), "error.json timestamps"
+    stamped = [s for s in pool if s.get("stamp")]
+    if stamped and len(stamped) >= len(pool) - 1 and len(stamped) > 1:
+        rest = [s for s in pool if not s.get("stamp")]
+        return sorted(stamped, key=lambda s: (tuple(s["stamp"]), _rank_key(s))) + sorted(rest, key=_rank_key), \
+            "timestamps (files without one last)"
+    return sorted(pool, key=_rank_key), "rank (the files carry no timestamps)"
+
+
+def _why_later(first: dict[str, Any], s: dict[str, Any], how: str) -> str:
+    if how.startswith("timestamps") and s.get("stamp") and first.get("stamp"):
+        return (f"later: {format_stamp(tuple(s['stamp']))} against "  # type: ignore[arg-type]
+                f"{format_stamp(tuple(first['stamp']))}")  # type: ignore[arg-type]
+    if how.startswith("error.json"):
+        return f"later error.json timestamp ({s.get('epoch')} against {first.get('epoch')})"
+    return "no timestamps to order by: a higher rank, listed after"
+
+
+def _suspect(v: dict[str, Any], files: list[dict[str, Any]]) -> None:
+    timed: dict[str, int] = {}
+    enq: dict[str, int] = {}
+    for s in files:
+        for w, n in (s.get("timed_out") or {}).items():
+            timed[w] = min(n, timed.get(w, n))
+        for w, n in (s.get("last_enqueued") or {}).items():
+            enq[w] = min(n, enq.get(w, n))
+    writers: list[str] = []
+    rank_of: dict[str, int | None] = {}
+    file_of: dict[str, str] = {}
+    for s in files:
+        w = _writer(s)
+        if w is not None and w not in file_of:
+            writers.append(w)
+            rank_of[w] = s["source"].get("rank")
+            file_of[w] = s["source"]["display"]
+    for w in [*timed, *enq]:
+        if w not in rank_of and w.startswith("rank ") and w[5:].isdigit():
+            rank_of[w] = int(w[5:])
+    sus = choose_suspect(timed, enq, writers, rank_of)
+    if sus is None:
+        return
+    line_who = f"the line is {v.get('file')}:{v['line']} (rank {v.get('rank')})"
+    v["rank"] = sus.rank
+    v["local_rank"] = None
+    v["node"] = None
+    v["attribution"] = [sus.evidence, line_who]
+    v["suspect"] = {"writer": sus.writer, "rank": sus.rank, "file": file_of.get(sus.writer),
+                    "evidence": sus.evidence, "also": list(sus.also)}
+    ranks = sorted({r for r in [sus.rank, *(rank_of.get(a) for a in sus.also)] if r is not None})
+    v["suspect_ranks"] = sorted({*ranks, *(v.get("suspect_ranks") or [])})
+    where = f" (its log: {file_of[sus.writer]})" if sus.writer in file_of else ""
+    v["notes"].append(f"Suspect {sus.writer}{where}: {sus.evidence}.")
+
+
+def _summary(v: dict[str, Any] | None, files: list[dict[str, Any]]) -> str:
+    if v is None:
+        if any(s.get("findings") for s in files):
+            return "No failure diagnosed; related warnings were found (see findings)."
+        return "No known CUDA-graph failure signature found."
+    who = f"rank {v['rank']}" if v.get("rank") is not None else (
+        f"local rank {v['local_rank']}" if v.get("local_rank") is not None else "unattributed")
+    return f"{v['title']} — first at {v.get('file')}:{v['line']} ({who}); confidence {v['confidence']}."
+
+
+def source_of(s: dict[str, Any]) -> LogSource:
+    return LogSource(**s["source"])

@@ -1,0 +1,137 @@
+"""Summarise many files (or one big one) on every core: worker processes, bounded memory.
+
+Each worker streams its file in fixed-size chunks and sends back only a summary (or, for a range
+of a big file, the collector's aggregates), so memory per process stays at a few chunks however
+many files there are. The rule book and matcher are built once in the parent and inherited by
+forked workers; where fork is not available the workers load the same rule folders themselves.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+from denpex.errors import DenpexError
+from denpex.logs.attribution import Attribution
+from denpex.logs.diagnose import matcher_for
+from denpex.logs.layout import LogSource
+from denpex.logs.summary import FileCollector, scan_range, summarise
+from denpex.rulebook import RuleBook, load_rulebook
+
+BIG_FILE = 96 << 20  # a file this big is cut into ranges, one per worker
+SMALL_JOB = 24 << 20  # below this many bytes in all, one process is faster than starting workers
+
+_BOOK: RuleBook | None = None
+_RULE_DIRS: list[str] = []
+_CONTEXT = 100
+
+
+def init_worker(rule_dirs: list[str], context: int) -> None:
+    global _BOOK, _RULE_DIRS, _CONTEXT
+    if _BOOK is None or rule_dirs != _RULE_DIRS:
+        _BOOK = load_rulebook(rule_dirs) if rule_dirs else None
+        _RULE_DIRS = rule_dirs
+    _CONTEXT = context
+    matcher_for(_BOOK)
+
+
+def _summary_work(src: LogSource) -> dict[str, Any]:
+    try:
+        return summarise(src, _BOOK, _CONTEXT)[0]
+    except DenpexError as exc:
+        return {"error": str(exc), "source": src.to_json()}
+
+
+def _range_work(path: str, start: int, end: int, base: Attribution | None) -> FileCollector:
+    c = scan_range(path, start, end, _BOOK, _CONTEXT, base)
+    # contexts are keyed by id(Finding), which means nothing in another process: key them by finding
+    c.contexts = {k: c.contexts[id(f)] for k, f in c.findings.items() if id(f) in c.contexts}  # type: ignore[misc]
+    c.matcher = None  # type: ignore[assignment]  # not picklable; the parent puts its own back
+    c.book = None  # type: ignore[assignment]
+    return c
+
+
+class RangePool:
+    """What summarise() needs of a pool: submit(scan_range, ...) run in a worker."""
+
+    def __init__(self, ex: ProcessPoolExecutor, book: RuleBook | None) -> None:
+        self.ex, self.book = ex, book
+
+    def submit(self, _fn: Callable[..., FileCollector], path: str, start: int, end: int,
+               _book: Any, _context: int, base: Attribution | None) -> Future[FileCollector]:
+        fut: Future[FileCollector] = Future()
+        inner = self.ex.submit(_range_work, path, start, end, base)
+        matcher = matcher_for(self.book)
+
+        def done(f: Future[FileCollector]) -> None:
+            exc = f.exception()
+            if exc is not None:
+                fut.set_exception(exc)
+                return
+            c = f.result()
+            c.contexts = {id(c.findings[k]): v for k, v in c.contexts.items()}  # type: ignore[index]
+            c.matcher, c.book = matcher, matcher.book
+            fut.set_result(c)
+
+        inner.add_done_callback(done)
+        return fut
+
+
+def current_book() -> RuleBook | None:
+    return _BOOK
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def summarise_all(sources: list[LogSource], rule_dirs: list[str], context: int,
+                  jobs: int | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Summaries of all sources (in the order given) and warnings for files that could not be read."""
+    init_worker(rule_dirs, context)
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    sizes = [_size(s) for s in sources]
+    warnings: list[str] = []
+    results: list[dict[str, Any] | None] = [None] * len(sources)
+    if jobs == 1 or sum(sizes) < SMALL_JOB:
+        for i, src in enumerate(sources):
+            results[i] = _summary_work(src)
+    else:
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        init_args = (rule_dirs, context)
+        workers = jobs - 1 if any(sz >= BIG_FILE for sz in sizes) else jobs
+        with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=ctx, initializer=init_worker,
+                                 initargs=init_args) as ex:
+            futures: dict[int, Future[dict[str, Any]]] = {}
+            for i, src in enumerate(sources):
+                if sizes[i] < BIG_FILE:
+                    futures[i] = ex.submit(_summary_work, src)
+            for i, src in enumerate(sources):
+                if sizes[i] >= BIG_FILE:  # this process scans the first range, workers the rest
+                    try:
+                        results[i] = summarise(src, _BOOK, context, ranges=jobs, pool=RangePool(ex, _BOOK))[0]
+                    except DenpexError as exc:
+                        results[i] = {"error": str(exc), "source": src.to_json()}
+            for i, fut in futures.items():
+                results[i] = fut.result()
+    out: list[dict[str, Any]] = []
+    for r in results:
+        assert r is not None
+        if "error" in r:
+            warnings.append(f"not read: {r['error']}")
+        else:
+            out.append(r)
+    return out, warnings
+
+
+def _size(src: LogSource) -> int:
+    try:
+        return os.path.getsize(src.path)
+    except OSError:
+        return 0

@@ -1,0 +1,320 @@
+"""One file's summary: its own verdict plus the facts a job-wide decision needs.
+
+A summary is plain JSON (``denpex diagnose --format json`` carries one per file under
+``files``), so the summaries of files scanned on different machines can be merged later
+(``denpex merge``) with the same decision as one ``denpex diagnose`` over all the files.
+
+A big file is cut into byte ranges at line ends and the ranges are scanned in parallel; each
+range starts its context window with the bytes before it, and its counts are added in order,
+so the result is the one of a single pass.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections import Counter
+from typing import Any, BinaryIO
+
+from denpex.errors import DenpexError
+from denpex.logs.attribution import Attribution
+from denpex.logs.diagnose import Diagnosis, _Collector, _decide, matcher_for
+from denpex.logs.layout import LogSource, read_error_json
+from denpex.logs.matcher import Matcher
+from denpex.logs.ranks import (
+    Launch,
+    TableEntry,
+    choose_suspect,
+    fill,
+    global_from_table,
+    launch_facts,
+    table_entry,
+    writer_name,
+)
+from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
+from denpex.logs.timestamps import last_stamp
+from denpex.rulebook import RuleBook
+
+SUMMARY = "denpex.file-summary/1"
+LOOKBACK = 1 << 20  # bytes before a range that its context window starts with
+MAX_FINDINGS = 400  # per file in a summary; the first ones by line
+
+
+class FileCollector(_Collector):
+    """The diagnoser's collector, completing each line's writer from the file's path, and
+    keeping the writer-level facts (watchdog SeqNum, last enqueued work, failure table)."""
+
+    def __init__(self, matcher: Matcher, context_n: int, base: Attribution | None) -> None:
+        super().__init__(matcher, context_n)
+        self.base = base
+        self.table: list[TableEntry] = []
+        self.line_ranks: Counter[int] = Counter()  # [rankN]: prefixes in this file
+        self.writer_timeout: dict[str, int] = {}
+        self.writer_enqueued: dict[str, int] = {}
+        self.stats = ScanStats()
+
+    def on_hit(self, lh: LineHit, window: Window, start: int) -> None:
+        raw = lh.who
+        if raw.rank is not None and raw.evidence and raw.evidence[0].startswith("prefix [rank"):
+            self.line_ranks[raw.rank] += 1
+        lh.who = fill(raw, self.base)
+        if "(local_rank:" in lh.text:
+            entry = table_entry(lh.text, window.lines_before(start, 4))
+            if entry is not None:
+                self.table.append(entry)
+        before_t, before_e = len(self.timed_out_seq), dict(self.last_enqueued)
+        super().on_hit(lh, window, start)
+        w = writer_name(lh.who.rank, lh.who.local_rank, lh.who.node)
+        if w is None:
+            return
+        if lh.who.rank is not None:
+            if len(self.timed_out_seq) != before_t and lh.who.rank in self.timed_out_seq:
+                self.writer_timeout.setdefault(w, self.timed_out_seq[lh.who.rank])
+            if self.last_enqueued.get(lh.who.rank) != before_e.get(lh.who.rank):
+                self.writer_enqueued[w] = self.last_enqueued[lh.who.rank]
+            return
+        # a writer known only by its local rank: the base collector keys these facts by rank
+        from denpex.logs.diagnose import _LAST_ENQ, _SEQ_TIMEOUT
+
+        text = lh.text
+        if "SeqNum=" in text and "imeout" in text:
+            m = _SEQ_TIMEOUT.search(text)
+            if m:
+                self.writer_timeout.setdefault(w, int(m.group(1)))
+        if "nqueued" in text:
+            m2 = _LAST_ENQ.search(text)
+            if m2:
+                self.writer_enqueued[w] = int(m2.group(1))
+
+
+class _Bounded(io.RawIOBase):
+    """Bytes [start, end) of a file, read through."""
+
+    def __init__(self, fh: BinaryIO, start: int, end: int) -> None:
+        fh.seek(start)
+        self.fh, self.left = fh, end - start
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence != 1 or offset > 0:
+            raise OSError("a file range only seeks back from where it is")
+        self.fh.seek(offset, 1)
+        self.left -= offset
+        return self.fh.tell()
+
+    def read(self, n: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.fh.read(n)
+        self.left -= len(data)
+        return data
+
+
+def base_attribution(src: LogSource) -> Attribution | None:
+    if src.rank is None and src.local_rank is None and src.node is None:
+        return None
+    return Attribution(rank=src.rank, local_rank=src.local_rank, node=src.node,
+                       evidence=[f"path {src.display}: " + "; ".join(src.evidence)] if src.evidence else [])
+
+
+def split_points(path: str, parts: int, min_part: int = 64 << 20) -> list[tuple[int, int]]:
+    """Byte ranges of about equal size that end at line ends."""
+    size = os.path.getsize(path)
+    parts = max(1, min(parts, size // min_part))
+    if parts == 1:
+        return [(0, size)]
+    cuts = [0]
+    with open(path, "rb") as fh:
+        for i in range(1, parts):
+            fh.seek(size * i // parts)
+            chunk = fh.read(1 << 20)
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                continue
+            pos = size * i // parts + nl + 1
+            if pos > cuts[-1] and pos < size:
+                cuts.append(pos)
+    cuts.append(size)
+    return [(cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)]
+
+
+def scan_range(path: str, start: int, end: int, book: RuleBook | None, context: int,
+               base: Attribution | None) -> FileCollector:
+    """Scan bytes [start, end) of a file; line numbers count from the range's first line."""
+    matcher = matcher_for(book)
+    c = FileCollector(matcher, context, base)
+    stats = c.stats
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise DenpexError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    with fh:
+        window = Window()
+        if start > 0:
+            lo = max(0, start - LOOKBACK)
+            fh.seek(lo)
+            prime = fh.read(start - lo)
+            if lo > 0:
+                prime = prime[prime.find(b"\n") + 1:]
+            window.prime(prime)
+        try:
+            ranged: Any = _Bounded(fh, start, end)  # a BinaryIO in all the scanner uses
+            for _lh in iter_line_hits(ranged, matcher, stats, c.on_hit, None, window):
+                pass
+        except OSError as exc:
+            raise DenpexError(f"{path}: read failed: {exc.strerror or exc}") from None
+    return c
+
+
+def join_ranges(parts: list[FileCollector]) -> FileCollector:
+    """One collector from the collectors of consecutive ranges, as a single pass would leave it."""
+    first = parts[0]
+    total = first.stats
+    for p in parts[1:]:
+        st = p.stats
+        shift = total.lines
+        for key, f in p.findings.items():
+            f.line += shift
+            ctx = p.contexts.get(id(f))
+            if ctx is not None:
+                p.contexts[id(f)] = [(n + shift, t) for n, t in ctx]
+            old = first.findings.get(key)
+            if old is None:
+                first.findings[key] = f
+                if (f.rule, f.role) not in first.first_by_rule_role:
+                    first.first_by_rule_role[(f.rule, f.role)] = f
+                if ctx is not None and len(first.contexts) < 256:
+                    first.contexts[id(f)] = p.contexts[id(f)]
+            else:
+                old.count += f.count
+                old.ranks |= f.ranks
+        for r, seq in p.timed_out_seq.items():
+            first.timed_out_seq.setdefault(r, seq)
+        first.last_enqueued.update(p.last_enqueued)
+        first.root_cause_ranks += p.root_cause_ranks
+        first.table += p.table
+        first.line_ranks.update(p.line_ranks)
+        for w, seq in p.writer_timeout.items():
+            first.writer_timeout.setdefault(w, seq)
+        first.writer_enqueued.update(p.writer_enqueued)
+        total.bytes += st.bytes
+        total.lines += st.lines
+        total.candidates += st.candidates
+        total.truncated_last_line = st.truncated_last_line
+    return first
+
+
+def diagnose_collector(c: FileCollector, context: int, source: str, head: bytes,
+                       launch: Launch | None = None) -> Diagnosis:
+    d = _decide(c, c.stats, context, source, head)
+    promote_suspect(d, c)
+    map_local_rank(d, c.table, launch or launch_facts(head.decode("utf-8", "replace")))
+    return d
+
+
+def map_local_rank(d: Diagnosis, table: list[TableEntry], launch: Launch) -> None:
+    """A verdict known only by its local rank gets the global rank torchrun's table gives, or
+    the one the launch command implies."""
+    v = d.verdict
+    if v is None or v.finding.who.rank is not None or v.finding.who.local_rank is None:
+        return
+    got = global_from_table(v.finding.who.local_rank, v.finding.who.node, table)
+    if got is None:
+        got = launch.global_rank(v.finding.who.local_rank)
+    if got is not None:
+        who = v.finding.who
+        v.finding.who = Attribution(rank=got[0], local_rank=who.local_rank, node=who.node,
+                                    process=who.process, device=who.device, evidence=[*who.evidence, got[1]])
+
+
+def promote_suspect(d: Diagnosis, c: FileCollector) -> None:
+    """When only collateral was found, the rank the NCCL numbers single out becomes the verdict's rank."""
+    v = d.verdict
+    if v is None or v.confidence != "low" or v.finding.role != "collateral":
+        return
+    ranks = {w: int(w.split()[-1]) for w in [*c.writer_timeout, *c.writer_enqueued] if w.startswith("rank ")}
+    s = choose_suspect(c.writer_timeout, c.writer_enqueued, [], dict(ranks))
+    if s is None or s.rank is None:
+        return
+    who = v.finding.who
+    line_who = f"the line at {v.finding.line} is {who.label()}'s"
+    v.finding.who = Attribution(rank=s.rank, node=who.node if who.rank == s.rank else None,
+                                evidence=[s.evidence, line_who])
+    if s.rank not in v.suspects:
+        v.suspects = sorted({s.rank, *v.suspects})
+
+
+def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
+              ranges: int = 1, pool: Any = None) -> tuple[dict[str, Any], Diagnosis]:
+    """A file's summary (JSON) and its Diagnosis. With a pool, a big file's ranges run in it."""
+    base = base_attribution(src)
+    epoch = None
+    head = b""
+    if src.kind == "error.json":
+        got = read_error_json(src.path)
+        if got is None:
+            raise DenpexError(f"{src.display}: not a torchrun error.json")
+        text, epoch = got
+        data = text.encode("utf-8", "surrogatepass")
+        matcher = matcher_for(book)
+        c = FileCollector(matcher, context, base)
+        for _lh in iter_line_hits(io.BytesIO(data), matcher, c.stats, c.on_hit):
+            pass
+        head = data[:65536]
+    else:
+        try:
+            with open(src.path, "rb") as fh:
+                head = fh.read(65536)
+        except FileNotFoundError:
+            raise DenpexError(f"{src.display}: no such file") from None
+        except PermissionError:
+            raise DenpexError(f"{src.display}: permission denied") from None
+        except IsADirectoryError:
+            raise DenpexError(f"{src.display}: is a directory") from None
+        except OSError as exc:
+            raise DenpexError(f"{src.display}: cannot read: {exc.strerror or exc}") from None
+        spans = split_points(src.path, ranges) if ranges > 1 else [(0, os.path.getsize(src.path))]
+        if len(spans) > 1 and pool is not None:
+            futures = [pool.submit(scan_range, src.path, a, b, book, context, base) for a, b in spans[1:]]
+            parts = [scan_range(src.path, *spans[0], book, context, base)]
+            parts += [f.result() for f in futures]
+        else:
+            parts = [scan_range(src.path, a, b, book, context, base) for a, b in spans]
+        c = join_ranges(parts) if len(parts) > 1 else parts[0]
+    d = diagnose_collector(c, context, src.display, head)
+    return to_summary(src, d, c, epoch), d
+
+
+def to_summary(src: LogSource, d: Diagnosis, c: FileCollector, epoch: int | None) -> dict[str, Any]:
+    doc = d.to_json()
+    v = doc["verdict"]
+    stamp = None
+    if d.verdict is not None:
+        stamp = last_stamp(d.verdict.context, d.verdict.finding.text)
+        v["file"] = src.display
+    findings = doc["findings"][:MAX_FINDINGS]
+    for f in findings:
+        f["file"] = src.display
+    return {
+        "schema": SUMMARY,
+        "source": src.to_json(),
+        "bytes": d.stats.bytes, "lines": d.stats.lines,
+        "warnings": [f"{src.display}: {w}" for w in d.warnings],
+        "verdict": v,
+        "role": d.verdict.finding.role if d.verdict is not None else None,
+        "stamp": list(stamp) if stamp is not None else None,
+        "epoch": epoch,
+        "findings": findings,
+        "findings_total": len(doc["findings"]),
+        "timed_out": c.writer_timeout,
+        "last_enqueued": c.writer_enqueued,
+        "root_cause_ranks": list(c.root_cause_ranks),
+        "table": [[e.rank, e.local_rank, e.host] for e in c.table],
+        "line_ranks": {str(r): n for r, n in c.line_ranks.most_common(8)},
+    }
