@@ -3,13 +3,14 @@ time near-linear in its size, and files with no file name (an editor's "" or bar
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from denpex.source import Workspace, analyse_source, hazards
+from denpex.source import Workspace, analyse_source
 from denpex.source.workspace import module_names
 
 SCENARIO = Path(__file__).resolve().parents[1] / "lsp" / "workspace" / "gpu" / "scenarios" / "01_item_in_capture.py"
@@ -38,21 +39,22 @@ def module(n: int) -> str:
 def query_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Counts the tree-sitter queries the detectors run (their natural unit of work over a range of the file)."""
     count = [0]
-    for name in ("run_query", "run_query_range"):
-        real = getattr(hazards, name)
+    import denpex.source.rules as rules_pkg
 
-        def counted(*a: object, _real: Callable[..., object] = real) -> object:
-            count[0] += 1
-            return _real(*a)
+    rules_pkg.registry()  # every rule module imported, so that each one's names are patched below
+    detectors = [m for name, m in sys.modules.items()
+                 if name.startswith(("denpex.source.rules.", "denpex.source.around", "denpex.source.facts"))]
+    for mod in detectors:
+        for name in ("run_query", "run_query_range", "QueryCursor"):
+            real = getattr(mod, name, None)
+            if real is None:
+                continue
 
-        monkeypatch.setattr(hazards, name, counted)
-    real_cursor = hazards.QueryCursor
+            def counted(*a: object, _real: Callable[..., object] = real) -> object:
+                count[0] += 1
+                return _real(*a)
 
-    def cursor(*a: object) -> object:
-        count[0] += 1
-        return real_cursor(*a)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(hazards, "QueryCursor", cursor)
+            monkeypatch.setattr(mod, name, counted)
     yield count
 
 

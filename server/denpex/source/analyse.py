@@ -28,27 +28,20 @@ from typing import TypeVar
 from tree_sitter import Node
 
 from denpex.rulebook import Rule, RuleBook, load_rulebook
+from denpex.source.around import AroundIndex, around_region
 from denpex.source.callgraph import Resolver
 from denpex.source.chunks import SEED_WORDS
 from denpex.source.config import ScanConfig
+from denpex.source.facts import fresh_name, logging_level_low
 from denpex.source.fixes import apply_edits
-from denpex.source.hazards import (
-    DEFAULT_GUARDS,
-    AroundIndex,
-    CaptureWalker,
-    Hit,
-    Sink,
-    around_region,
-    branch_head,
-    fresh_name,
-    logging_level_low,
-)
+from denpex.source.hits import Hit, Sink, branch_head
 from denpex.source.index import FileIndex
-from denpex.source.members import member_rebinding
 from denpex.source.model import CaptureSite, Fix, Severity, SourceFinding, TextEdit
 from denpex.source.parse import ParsedSource, parse, take_wanting
 from denpex.source.regions import CaptureRegion, contextmanager_wrappers, find_regions
+from denpex.source.rules import RuleSet, check_against, registry, rule_set
 from denpex.source.suppress import is_suppressed, suppression_fix, suppressions
+from denpex.source.walker import DEFAULT_GUARDS, CaptureWalker
 from denpex.source.workspace import Workspace, diff_edit
 
 __all__ = [
@@ -67,12 +60,11 @@ def _default_book() -> RuleBook:
 
 
 def hazard_map(book: RuleBook) -> dict[str, Rule]:
-    out: dict[str, Rule] = {}
-    for r in book.rules:
-        if r.source is not None:
-            for h in r.source.hazards:
-                out.setdefault(h, r)
-    return out
+    """Hazard id -> the rule it reports, after checking the source rule modules against the book (a module and
+    its YAML that disagree, or a source side without a module, fail loudly: RegistryError)."""
+    check_against(book)
+    by_id = {r.id: r for r in book.rules}
+    return {h: by_id[rid] for h, rid in registry().owner.items()}
 
 
 _HMAP: dict[int, dict[str, Rule]] = {}
@@ -127,12 +119,16 @@ def _regions(ix: FileIndex, config: ScanConfig, wrappers: set[str]) -> list[Capt
     return find_regions(ix, wrappers, graphed=config.graphed_callables)
 
 
+def _enabled_rules(config: ScanConfig) -> RuleSet:
+    return rule_set(rid for rid in registry().rules if config.enabled(rid))
+
+
 def _detect(region: CaptureRegion, resolver: Resolver, config: ScanConfig, around: AroundIndex, sink: Sink) -> None:
-    """Every detector on one capture region: the captured code, the code around it, the instance's buffers."""
+    """The enabled rules' detectors on one capture region: the captured code, then the code around it."""
+    rules = _enabled_rules(config)
     guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in config.guards)
-    CaptureWalker(region, resolver, sink, guards=guards, max_depth=config.max_depth).run()
-    around_region(region, resolver, sink, around)
-    member_rebinding(region, sink)
+    CaptureWalker(region, resolver, sink, rules, guards=guards, max_depth=config.max_depth).run()
+    around_region(region, resolver, sink, rules, around)
 
 
 def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: set[str]) -> list[Hit]:
@@ -713,7 +709,7 @@ def _shift_edit(t: TextEdit, e: TextEdit) -> TextEdit:
 
 
 def _shift_fix(f: Fix, e: TextEdit) -> Fix:
-    return Fix(f.title, f.safety, tuple(_shift_edit(t, e) for t in f.edits))
+    return replace(f, edits=tuple(_shift_edit(t, e) for t in f.edits))
 
 
 def _shift_cached(c: _Cached, old: ParsedSource, new: ParsedSource, e: TextEdit) -> _Cached | None:

@@ -165,7 +165,9 @@ def guard_statement(ix: FileIndex, stmt: Node) -> TextEdit | None:
     return TextEdit(stmt.start_point[0], 0, *row_end(ix, stmt.end_point[0]), head + body.rstrip("\n"))
 
 
-def fix(title: str, safety: Safety, edits: Iterable[TextEdit] | None) -> Fix | None:
+def fix(title: str, safety: Safety, edits: Iterable[TextEdit] | None, *, in_place: bool = False) -> Fix | None:
+    """A fix of sorted, non-overlapping edits (None when there are none). `in_place`: it edits only the offending
+    code, so it may be offered where that code sits in another file than the capture."""
     if edits is None:
         return None
     es = tuple(sorted(edits))
@@ -175,7 +177,7 @@ def fix(title: str, safety: Safety, edits: Iterable[TextEdit] | None) -> Fix | N
         prev, cur = es[i - 1], es[i]
         if (cur.start_line, cur.start_col) < (prev.end_line, prev.end_col):
             return None  # overlapping edits: the code is too unusual for a clean fix
-    return Fix(title, safety, es)
+    return Fix(title, safety, es, in_place)
 
 
 # ---- applying ------------------------------------------------------------------------------------------------

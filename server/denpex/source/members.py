@@ -15,7 +15,7 @@ import re
 from tree_sitter import Node
 
 from denpex.source import fixes as F
-from denpex.source.hazards import Hit, Sink
+from denpex.source.hits import Hit, Sink
 from denpex.source.index import ClassInfo, FileIndex, FuncInfo, positional, scope_binding_nodes
 from denpex.source.parse import strip_parens, walk
 from denpex.source.regions import CaptureRegion

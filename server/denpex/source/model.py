@@ -29,6 +29,7 @@ class Fix:
     title: str
     safety: Safety
     edits: tuple[TextEdit, ...]
+    in_place: bool = False  # edits only the offending code (may land in a called function's file)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,83 @@
+"""The first use of cuBLAS / cuDNN inside a capture, unless the code ran before it (shared by lazy-init-cublas and
+lazy-init-cudnn)."""
+
+from __future__ import annotations
+
+import heapq
+
+from denpex.source.around import scope_table, upto
+from denpex.source.index import positional
+from denpex.source.parse import strip_parens, walk
+from denpex.source.regions import CaptureRegion
+from denpex.source.rules._api import CallSite, Walk
+
+CUBLAS_FUNCS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm", "torch.einsum",
+                          "torch.nn.functional.linear", "torch.linalg.matmul"})
+CUDNN_FUNCS = frozenset({"torch.nn.functional.conv1d", "torch.nn.functional.conv2d", "torch.nn.functional.conv3d",
+                         "torch.conv2d", "torch.conv1d", "torch.conv3d"})
+_FUNCS = {"cublas": CUBLAS_FUNCS, "cudnn": CUDNN_FUNCS}
+
+
+def first_use(w: Walk, c: CallSite, lib: str, hazard: str) -> None:
+    """Report the capture's first call that initialises `lib`, with the side-stream warm-up fix."""
+    if w.region.kind not in ("graph", "wrapper", "capture_begin") or w.state.get(hazard):
+        return
+    q = c.qualname
+    if q in CUBLAS_FUNCS:
+        uses = lib == "cublas"
+    elif q in CUDNN_FUNCS:
+        uses = lib == "cudnn"
+    else:
+        f = c.func
+        k = w.kind(f, c.frame) if f.type in ("identifier", "attribute") else None
+        uses = k is not None and k.cat == "module" and lib in k.lib
+    if not uses or warmed_up(w.region, lib):
+        return
+    w.state[hazard] = True
+    w.report(hazard, c.node, c.frame, [w.fixes.warm_up()])
+
+
+def warmed_up(r: CaptureRegion, lib: str) -> bool:
+    """The capture's scope runs, before the capture, one of its callees or the library's functions."""
+    ix = r.ix
+    anchor = r.anchor
+    callees: set[str] = set()
+    names: set[str] = set()
+    for st in r.stmts:
+        for n in walk(st):
+            if n.type == "call":
+                fn = n.child_by_field_name("function")
+                if fn is not None:
+                    callees.add(ix.text(fn))
+                    if fn.type == "identifier":
+                        names.add(ix.text(fn))
+            elif n.type == "identifier":
+                names.add(ix.text(n))
+    lib_funcs = {q.rsplit(".", 1)[-1] for q in _FUNCS[lib]}
+    wanted = {c.rsplit(".", 1)[-1] for c in callees} | lib_funcs
+    owner = ix.scope_of(anchor).node
+    # the calls of the scope before the capture that call a wanted name or pass one of the names
+    calls = scope_table(ix, "calls", owner)
+    argcalls = scope_table(ix, "argcalls", owner)
+    before = [upto(calls.get(w), anchor.start_byte) for w in sorted(wanted) if w.isidentifier()]
+    before += [upto(argcalls.get(a), anchor.start_byte) for a in sorted(names) if a.isidentifier()]
+    for n in heapq.merge(*before, key=lambda c: c.start_byte):
+        if n.end_byte > anchor.start_byte:
+            continue
+        fn = n.child_by_field_name("function")
+        if fn is None:
+            continue
+        text = ix.text(fn)
+        if text in callees and not text.endswith((".cuda", ".to")):
+            k = ix.kind(fn) if fn.type in ("identifier", "attribute") else None
+            if k is None or k.cat != "optimizer":
+                return True
+        qn = ix.qualname(fn)
+        if qn in _FUNCS[lib]:
+            return True
+        if fn.type in ("identifier", "attribute") and ix.kind(fn).cat == "module" and lib in ix.kind(fn).lib:
+            return True
+        for arg in positional(n):
+            if strip_parens(arg).type == "identifier" and ix.text(arg) in names and ix.kind(arg).cat == "module":
+                return True
+    return False

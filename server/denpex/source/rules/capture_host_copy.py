@@ -1,0 +1,79 @@
+"""capture-host-copy (DPX115): copies between host and device inside a capture — `.cpu()` / `.tolist()` /
+`.numpy()`, `torch.tensor(..., device="cuda")` from host data, `t.cuda()` of a host tensor, and a Python scalar
+written into a CUDA tensor by index (`buf[i] = 3.0`)."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from denpex.source import fixes as F
+from denpex.source.rules._api import CallSite, Claim, Frame, Hazard, SourceRule, Walk
+from denpex.source.rules._calls import (
+    device_is_cuda,
+    host_to_device_move,
+    is_module_name,
+    on_tensor,
+    pinned_non_blocking,
+)
+
+
+def _to_host(w: Walk, c: CallSite) -> bool:
+    if c.method not in ("cpu", "tolist", "numpy") or not on_tensor(c):
+        return False
+    rk = c.receiver_kind
+    assert rk is not None
+    if c.method == "cpu" and rk.cat != "tensor" and c.receiver is not None and c.receiver.type == "identifier" and (
+            is_module_name(w, c.receiver, c.frame)):
+        return False  # `model.cpu()`: a module, not a tensor
+    w.report("device-to-host-copy", c.node, c.frame, [w.fixes.move_after_replay(c.stmt, c.direct)])
+    return True
+
+
+def _tensor_from_host(w: Walk, c: CallSite) -> bool:
+    if c.qualname not in ("torch.tensor", "torch.as_tensor") or not device_is_cuda(c.ix, c.node):
+        return False
+    w.report("pageable-host-to-device", c.node, c.frame, [w.fixes.hoist(c.stmt, c.direct, c.node)])
+    return True
+
+
+def _move_to_device(w: Walk, c: CallSite) -> bool:
+    if not host_to_device_move(c) or pinned_non_blocking(c):
+        return False
+    w.report("pageable-host-to-device", c.node, c.frame, [w.fixes.hoist(c.stmt, c.direct, c.node, safe=False)])
+    return True
+
+
+def _scalar_setitem(w: Walk, node: Node, frame: Frame) -> None:
+    left = node.child_by_field_name("left")
+    right = node.child_by_field_name("right")
+    if left is None or right is None or left.type != "subscript":
+        return
+    value = left.child_by_field_name("value")
+    idx = left.child_by_field_name("subscript")
+    if value is None or idx is None:
+        return
+    vk = w.kind(value, frame)
+    rk = w.kind(right, frame)
+    if not (vk.tensor and vk.device == "cuda") or rk.cat != "scalar":
+        return
+    ix = frame.ix
+    ik = w.kind(idx, frame)
+    stmt = node.parent if node.parent is not None and node.parent.type == "expression_statement" else None
+    new: str
+    if ik.tensor and ik.is_bool:
+        new = f"{ix.text(value)}.masked_fill_({ix.text(idx)}, {ix.text(right)})"
+    elif ik.tensor:
+        new = f"{ix.text(value)}.index_fill_(0, {ix.text(idx)}, {ix.text(right)})"
+    else:
+        new = f"{ix.text(left)}.fill_({ix.text(right)})"
+    fx = F.fix("Write the scalar with an in-place device kernel", "safe", [F.replace_node(ix, node, new)],
+               in_place=True) if stmt is not None else None
+    w.report("scalar-setitem", node, frame, [fx])
+
+
+RULE = SourceRule(
+    id="capture-host-copy",
+    hazards=(Hazard("device-to-host-copy"), Hazard("pageable-host-to-device"), Hazard("scalar-setitem")),
+    claims=(Claim(40, _to_host), Claim(110, _tensor_from_host), Claim(121, _move_to_device)),
+    on_node={"assignment": (_scalar_setitem,)},
+)

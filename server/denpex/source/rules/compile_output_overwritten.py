@@ -1,0 +1,59 @@
+"""compile-output-overwritten (DPX700): an output of a function compiled with CUDA graphs (reduce-overhead) kept
+in a name, the function called again, then the name read: the second run overwrote it."""
+
+from __future__ import annotations
+
+from denpex.source import fixes as F
+from denpex.source.around import after, enclosing_loop, scope_table
+from denpex.source.eager import eager_fallback
+from denpex.source.hits import Hit
+from denpex.source.mentions import identifiers
+from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+
+
+def _outputs(scan: RegionScan) -> None:
+    region = scan.region
+    if region.kind != "compile":
+        return
+    ix = region.ix
+    names = set(region.compiled_names)
+    if not names:
+        return
+    owner = ix.scope_of(region.anchor).node
+    body = owner if owner.type == "module" else owner.child_by_field_name("body")
+    if body is None:
+        return
+    start, end = region.end_byte, body.end_byte
+    by_name = scope_table(ix, "named_calls", owner)
+    calls = sorted((c for name in names if name.isidentifier() for c in after(by_name.get(name), start)),
+                   key=lambda c: c.start_byte)
+    for call in calls:
+        parent = call.parent
+        if parent is None or parent.type != "assignment" or parent.child_by_field_name("right") != call:
+            continue
+        left = parent.child_by_field_name("left")
+        if left is None or left.type != "identifier" or enclosing_loop(call, body) is not None:
+            continue
+        name = ix.text(left)
+        later_calls = [c for c in calls if c.start_byte > parent.end_byte]
+        if not later_calls:
+            continue
+        nxt = later_calls[0]
+        for n in identifiers(ix, name, nxt.end_byte, end):
+            if n.start_byte <= nxt.end_byte or ix.scope_of(n).node.id != owner.id:
+                continue
+            p = n.parent
+            if p is not None and p.type == "assignment" and p.child_by_field_name("left") == n:
+                break
+            fx = F.fix("Clone the output before the next call", "unsafe",
+                       [F.replace_node(ix, call, f"{ix.text(call)}.clone()")])
+            fb = eager_fallback(region, None)
+            scan.sink(Hit("compile-output-reused", ix, parent, region, (), [f for f in (fx, fb) if f]))
+            break
+
+
+RULE = SourceRule(
+    id="compile-output-overwritten",
+    hazards=(Hazard("compile-output-reused"),),
+    around=(Around(40, _outputs),),
+)

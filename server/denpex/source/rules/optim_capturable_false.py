@@ -1,0 +1,52 @@
+"""optim-capturable-false (DPX410): a captured `opt.step()` of an optimizer built without `capturable=True`, or
+whose `load_state_dict` set capturable back to False."""
+
+from __future__ import annotations
+
+from denpex.source import fixes as F
+from denpex.source.hits import Hit
+from denpex.source.model import TextEdit
+from denpex.source.rules._api import CallSite, Claim, Hazard, SourceRule, Walk
+from denpex.source.rules._optimizer import loaded_state_of, optimizer_step
+
+
+def _step(w: Walk, c: CallSite) -> bool:
+    """Takes every captured step of a capturable optimizer class; reports the ones built without the flag."""
+    step = optimizer_step(c)
+    if step is None:
+        return False
+    if step.capturable_true:
+        return True
+    ix, ctor, cap = c.ix, step.ctor, step.capturable
+    edit: TextEdit
+    if cap is not None:
+        edit = F.replace_node(ix, cap, "True")
+    else:
+        args = ctor.child_by_field_name("arguments")
+        if args is None:
+            return True
+        el, ec = ix.src.end(args)
+        inner = [a for a in args.named_children if a.type != "comment"]
+        sep = ", " if inner else ""
+        if inner and ix.text(args).rstrip()[:-1].rstrip().endswith(","):
+            sep = " "
+        edit = TextEdit(el, ec - 1, el, ec - 1, f"{sep}capturable=True")
+    w.report("optimizer-not-capturable", c.node, c.frame,
+             [F.fix("Create the optimizer with capturable=True", "safe", [edit], in_place=True)])
+    return True
+
+
+def _reset_by_load(w: Walk, c: CallSite) -> None:
+    step = optimizer_step(c)
+    found = loaded_state_of(w.state, w.region, c, step) if step is not None else None
+    if found is not None and found.hazard == "optimizer-capturable-reset-by-load":
+        w.sink(Hit(found.hazard, c.ix, found.load, w.region, (), [found.fix] if found.fix else [], found.severity,
+                   found.message))
+
+
+RULE = SourceRule(
+    id="optim-capturable-false",
+    hazards=(Hazard("optimizer-not-capturable"), Hazard("optimizer-capturable-reset-by-load")),
+    claims=(Claim(160, _step),),
+    on_call=(_reset_by_load,),
+)

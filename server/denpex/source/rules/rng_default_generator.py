@@ -1,0 +1,28 @@
+"""rng-default-generator (DPX403, info): random ops on the default CUDA generator inside a capture are legal
+(PyTorch registers it); reported once per capture, at the first one."""
+
+from __future__ import annotations
+
+from denpex.source.index import kwarg
+from denpex.source.rules._api import CallSite, Hazard, SourceRule, Walk
+
+RNG_FUNCS = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like",
+                       "randn_like", "dropout", "poisson"})
+_ID = "rng-default-generator"
+
+
+def _default_rng(w: Walk, c: CallSite) -> None:
+    q = c.qualname
+    if q is None or not q.startswith("torch") or q.rsplit(".", 1)[-1] not in RNG_FUNCS:
+        return
+    if w.state.get(_ID) or w.region.kind == "graphed_callables" or kwarg(c.ix, c.node, "generator") is not None:
+        return
+    w.state[_ID] = True
+    w.report("default-generator-rng", c.node, c.frame)
+
+
+RULE = SourceRule(
+    id=_ID,
+    hazards=(Hazard("default-generator-rng", eager_fallback=False),),
+    on_call=(_default_rng,),
+)

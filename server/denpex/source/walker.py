@@ -1,0 +1,268 @@
+"""The capture walker: visits the code a capture runs (the region's statements and, through callgraph.py, the
+functions they call) and hands each node to the enabled rules' detectors (see `rules/_api.py`).
+
+It owns traversal, capture guards (`torch.cuda.is_current_stream_capturing()` and configured names), branches
+(a line on a branch the analyser cannot evaluate is reported with that branch) and call following; it knows no
+hazard. Nested definitions, comments and strings' contents are not code the capture runs.
+
+The syntax tree is walked with an explicit stack (generated code nests expressions tens of thousands deep);
+only call following recurses, bounded by the call depth.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from denpex.source import fixes as F
+from denpex.source.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
+from denpex.source.fixbuild import RegionFixBuilder
+from denpex.source.hits import Hit, Sink, branch_head, call_parts, stmt_of
+from denpex.source.index import FileIndex, FuncInfo, Kind, positional
+from denpex.source.model import Fix, Severity
+from denpex.source.parse import strip_parens
+from denpex.source.regions import CaptureRegion
+from denpex.source.rules import RuleSet
+from denpex.source.rules._api import CallSite, Frame
+
+DEFAULT_GUARDS = frozenset({
+    "is_current_stream_capturing", "is_graph_capturing", "get_is_capture_mode", "is_capturing",
+    "is_cuda_graph_capturing",
+})
+MAX_CALL_DEPTH = 64  # a larger configured max-depth is taken as this (each level is a few Python frames)
+
+_SKIP = frozenset({"function_definition", "class_definition", "decorated_definition", "lambda", "comment"})
+_EXITS = ("return_statement", "raise_statement", "continue_statement", "break_statement")
+_STATEMENT_KINDS = ("graph", "wrapper", "capture_begin")
+
+# work items of the traversal stack
+_VISIT, _CONDITION, _CONDITION_OF_IF = 0, 1, 2
+
+
+class CaptureWalker:
+    def __init__(self, region: CaptureRegion, resolver: Resolver, sink: Sink, rules: RuleSet, *,
+                 guards: frozenset[str], max_depth: int) -> None:
+        self.region = region
+        self.resolver = resolver
+        self.sink = sink
+        self.rules = rules
+        self.guards = guards
+        self.max_depth = min(max_depth, MAX_CALL_DEPTH)
+        # functions entered, with the branch on the path that entered them (None: entered unconditionally)
+        self.visited: dict[tuple[int, int], str | None] = {}
+        self.region_stmt_ids = {s.id for s in region.stmts}
+        self.torch = F.torch_alias(region.ix)
+        self.fixes = RegionFixBuilder(region, resolver, self.torch)
+        self.state: dict[str, object] = {}
+
+    # ---- driving -----------------------------------------------------------------------------------------
+    def run(self) -> None:
+        r = self.region
+        root = Frame(r.ix, EMPTY_ENV, (), 0)
+        if r.kind in _STATEMENT_KINDS:
+            self._walk(list(r.stmts), root)
+        elif r.kind == "graphed_callables":
+            for expr in r.callables:
+                for t in resolve_region_callable(self.resolver, r.ix, expr):
+                    self.enter(t.ix, t.func, t.env, root, t.label)
+
+    def enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str,
+              branch: str | None = None) -> None:
+        if frame.depth >= self.max_depth:
+            return
+        key = (id(ix), fn.node.id)
+        if key in self.visited and (self.visited[key] is None or branch is not None):
+            return  # entered already (a function first reached on a branch is entered again when reached without)
+        self.visited[key] = branch
+        ix.touched.append((fn.node.start_byte, fn.node.end_byte))
+        body = fn.body
+        if body is None:
+            return
+        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch)
+        self._walk([body], child)
+
+    def report(self, hazard: str, node: Node, frame: Frame, fixes: list[Fix | None] | None = None,
+               severity: Severity | None = None, message: str | None = None) -> None:
+        fx = [f for f in (fixes or []) if f is not None]
+        if frame.ix is not self.region.ix:
+            fx = [f for f in fx if f.in_place]  # the others edit the capture's file around the region
+        elif self.rules.hazards[hazard].eager_fallback:
+            fb = self.fixes.eager_fallback()
+            if fb is not None:
+                fx.append(fb)
+        self.sink(Hit(hazard, frame.ix, node, self.region, frame.chain, fx, severity, message, frame.branch))
+
+    # ---- traversal ---------------------------------------------------------------------------------------
+    def _walk(self, roots: list[Node], frame: Frame) -> None:
+        """Visit `roots` and what they contain in document order (a call's callees before its arguments)."""
+        stack: list[tuple[int, Node, Node | None]] = [(_VISIT, n, None) for n in reversed(roots)]
+        rules = self.rules
+        ix = frame.ix
+        while stack:
+            op, node, extra = stack.pop()
+            if op != _VISIT:
+                self._condition(node, frame, if_stmt=extra if op == _CONDITION_OF_IF else None)
+                continue
+            t = node.type
+            if t in _SKIP:
+                continue
+            if t == "block" or t == "module":
+                kids: list[Node] = []
+                for c in node.named_children:
+                    kids.append(c)
+                    if c.type == "if_statement" and self._early_exit_guard(ix, c):
+                        break
+                stack.extend((_VISIT, c, None) for c in reversed(kids))
+                continue
+            if t == "if_statement":
+                stack.extend(reversed(self._if_items(node, frame)))
+                continue
+            if t == "while_statement":
+                cond = node.child_by_field_name("condition")
+                if cond is not None:
+                    self._condition(cond, frame)
+            elif t == "assert_statement":
+                if node.named_child_count:
+                    self._condition(node.named_children[0], frame)
+            elif t == "conditional_expression":
+                if node.named_child_count >= 2:
+                    cond = node.named_children[1]
+                    if self._guard_polarity(ix, cond) is None:
+                        self._condition(cond, frame, ternary=node)
+            elif t == "boolean_operator":
+                for operand in (node.child_by_field_name("left"), node.child_by_field_name("right")):
+                    if operand is not None and operand.type != "boolean_operator":
+                        self._condition(operand, frame)
+            elif t == "not_operator":
+                arg = node.child_by_field_name("argument")
+                if arg is not None and self._guard_polarity(ix, arg) is None:
+                    self._condition(arg, frame)
+            elif t == "call":
+                self._call(node, frame)
+            else:
+                hooks = rules.on_node.get(t)
+                if hooks:
+                    for hook in hooks:
+                        hook(self, node, frame)
+            stack.extend((_VISIT, c, None) for c in reversed(node.named_children))
+
+    def _if_items(self, node: Node, frame: Frame) -> list[tuple[int, Node, Node | None]]:
+        """The work items of an `if` statement, in visiting order: only the branch a capture guard leaves."""
+        ix = frame.ix
+        cond = node.child_by_field_name("condition")
+        pol = self._guard_polarity(ix, cond) if cond is not None else None
+        cons = node.child_by_field_name("consequence")
+        alts = node.children_by_field_name("alternative")
+        if pol is True:  # if capturing: ...  -> only the consequence runs under capture
+            return [(_VISIT, cons, None)] if cons is not None else []
+        if pol is False:  # if not capturing: ... -> only the alternatives run under capture
+            return [(_VISIT, a, None) for a in alts]
+        items: list[tuple[int, Node, Node | None]] = []
+        if cond is not None:
+            items += [(_CONDITION_OF_IF, cond, node), (_VISIT, cond, None)]
+        if cons is not None:
+            items.append((_VISIT, cons, None))
+        for a in alts:
+            if a.type == "elif_clause":
+                c2 = a.child_by_field_name("condition")
+                if c2 is not None:
+                    if self._guard_polarity(ix, c2) is not None:
+                        continue
+                    items += [(_CONDITION, c2, None), (_VISIT, c2, None)]
+                b2 = a.child_by_field_name("consequence")
+                if b2 is not None:
+                    items.append((_VISIT, b2, None))
+            else:
+                items.append((_VISIT, a, None))
+        return items
+
+    def _condition(self, cond: Node, frame: Frame, if_stmt: Node | None = None, ternary: Node | None = None) -> None:
+        for hook in self.rules.on_condition:
+            hook(self, cond, frame, if_stmt, ternary)
+
+    def _guard_polarity(self, ix: FileIndex, cond: Node) -> bool | None:
+        """True if cond is a capture guard, False if `not guard`, None otherwise."""
+        cond = strip_parens(cond)
+        neg = False
+        if cond.type == "not_operator":
+            arg = cond.child_by_field_name("argument")
+            if arg is None:
+                return None
+            cond, neg = strip_parens(arg), True
+        if cond.type == "call":
+            f = cond.child_by_field_name("function")
+            name = ix.text(f).rsplit(".", 1)[-1] if f is not None else ""
+            q = ix.qualname(f) if f is not None else None
+            if name in self.guards or (q is not None and q in self.guards):
+                return not neg
+        elif cond.type in ("identifier", "attribute"):
+            name = ix.text(cond).rsplit(".", 1)[-1]
+            if name in self.guards:
+                return not neg
+        return None
+
+    def _early_exit_guard(self, ix: FileIndex, if_stmt: Node) -> bool:
+        cond = if_stmt.child_by_field_name("condition")
+        body = if_stmt.child_by_field_name("consequence")
+        if cond is None or body is None or self._guard_polarity(ix, cond) is not True:
+            return False
+        last = [c for c in body.named_children if c.type != "comment"]
+        return bool(last) and last[-1].type in _EXITS
+
+    # ---- calls -------------------------------------------------------------------------------------------
+    def _call(self, call: Node, frame: Frame) -> None:
+        ix = frame.ix
+        f, q, meth, recv = call_parts(ix, call)
+        if f is None:
+            return
+        stmt = stmt_of(call)
+        site = CallSite(call, frame, f, q, meth, recv, self.kind(recv, frame) if recv is not None else None,
+                        positional(call), stmt, stmt.id in self.region_stmt_ids and frame.depth == 0)
+        for claim in self.rules.claims:
+            if claim.detect(self, site):
+                break
+        for hook in self.rules.on_call:
+            hook(self, site)
+        self._follow(site)
+
+    def _follow(self, site: CallSite) -> None:
+        """Enter the functions a call reaches (and callables passed to library code, which runs them)."""
+        frame = site.frame
+        if frame.depth >= self.max_depth:
+            return
+        ix, call = frame.ix, site.node
+        targets = self.resolver.resolve_call(ix, call, frame.env)
+        anchor = self.region.anchor if frame.depth == 0 and ix is self.region.ix else None
+        branch = frame.branch or (branch_head(ix.src, call, anchor) if targets or site.args else None)
+        for tgt in targets:
+            self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch)
+        if not targets and site.qualname not in ("print",):
+            # callables passed to library code run inside the capture (checkpoint(block, x), ...)
+            for a in site.args:
+                if strip_parens(a).type in ("identifier", "attribute") and not self.kind(a, frame).tensor:
+                    for tgt in self.resolver.resolve_callable(ix, a, frame.env):
+                        self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch)
+
+    # ---- kinds under bindings ----------------------------------------------------------------------------
+    def kind(self, node: Node, frame: Frame) -> Kind:
+        node = strip_parens(node)
+        if node.type == "identifier":
+            b = frame.env.get(frame.ix.text(node))
+            if b is not None:
+                return b.ix.kind(b.node)
+        return frame.ix.kind(node)
+
+    def tensorish(self, node: Node, frame: Frame) -> bool:
+        """A tensor, or arithmetic or a comparison over one (identity and membership tests are Python bools)."""
+        stack = [node]
+        while stack:
+            n = strip_parens(stack.pop())
+            if self.kind(n, frame).tensor:
+                return True
+            if n.type == "comparison_operator":
+                ops = [frame.ix.text(c) for c in n.children if not c.is_named]
+                if any(o in ("is", "is not", "in", "not in") for o in ops):
+                    continue
+                stack.extend(reversed(n.named_children))
+            elif n.type == "binary_operator":
+                stack.extend(reversed(n.named_children))
+        return False
