@@ -19,12 +19,12 @@ from typing import Any, BinaryIO
 import regex
 
 from denpex.errors import DenpexError
-from denpex.logs import frameworks
+from denpex.logs import frameworks, phase
 from denpex.logs.attribution import Attribution, strip_prefixes
 from denpex.logs.matcher import Matcher
 from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
 from denpex.logs.traceback import Frame, frames_before, innermost_user_frame
-from denpex.rulebook import Rule, RuleBook, load_rulebook
+from denpex.rulebook import CodeEntry, Rule, RuleBook, load_rulebook
 
 SCHEMA = "denpex.diagnosis/1"
 FRAME_LOOKBACK = 200
@@ -46,14 +46,24 @@ class Finding:
     count: int = 1
     ranks: set[int] = field(default_factory=set)
     span: int = 0  # length of the matched text: on one line, the longer (more specific) match wins
+    entry: CodeEntry | None = None  # the status code a table rule's signature named
+    generic: bool = False  # from a broad family rule: a specific rule on the same line wins
+    wrapper: bool = False  # wraps the real message, which the next lines of the event carry
 
     def to_json(self) -> dict[str, Any]:
         return {
             "rule": self.rule, "role": self.role, "line": self.line, "text": self.text,
             "rank": self.who.rank, "local_rank": self.who.local_rank, "node": self.who.node,
             "process": self.who.process, "evidence": list(self.who.evidence), "count": self.count,
-            "variant": self.variant or None,
+            "variant": self.variant or None, "status_code": _entry_json(self.entry),
         }
+
+
+def _entry_json(e: CodeEntry | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {"name": e.name, "number": e.number, "message": e.messages[0] if e.messages else None,
+            "meaning": e.meaning or None}
 
 
 @dataclass
@@ -70,12 +80,27 @@ class Verdict:
     suspects: list[int] = field(default_factory=list)
     frameworks: list[frameworks.Framework] = field(default_factory=list)
     first_divergence: tuple[int, str] | None = None
+    phase: phase.PhaseEvidence | None = None
+
+    @property
+    def graph_related(self) -> str:
+        """yes / no / depends, for this verdict: a code's own answer beats its family's, and
+        'depends' becomes yes when the log puts the failure in capture or replay."""
+        entry = self.finding.entry
+        own = entry is not None and entry in self.rule.codes
+        value = (entry.graph_related if own and entry is not None else None) or self.rule.graph_related
+        if value == "depends" and self.phase is not None:
+            return "yes"
+        return value
 
     def fix_text(self) -> str:
         parts = []
         for fw in self.frameworks[:1]:
             if self.rule.eager_fallback:
                 parts.append(f"{fw.name}: {fw.eager_flag}")
+        entry = self.finding.entry
+        if entry is not None and entry.fix and entry in self.rule.codes:
+            parts.append(entry.fix)
         parts.append(self.rule.fix)
         return "\n".join(parts)
 
@@ -103,6 +128,10 @@ class Verdict:
             "checklist": list(self.rule.checklist),
             "references": list(self.rule.references),
             "alternatives": self.alternatives,
+            "status_code": _entry_json(f.entry),
+            "phase": ({"name": self.phase.phase, "evidence": self.phase.evidence}
+                      if self.phase is not None else None),
+            "graph_related": self.graph_related,
         }
 
 
@@ -153,6 +182,7 @@ class _Collector:
         self.root_cause_ranks: list[int] = []
         self._root_cause_pending = False
         self._root_cause_line = 0
+        self.phase_marks: list[tuple[int, str, str | None]] = []  # framework phase lines, in log order
 
     def on_hit(self, lh: LineHit, window: Window, start: int) -> None:
         text = lh.text
@@ -172,14 +202,20 @@ class _Collector:
             if m and lh.line - self._root_cause_line < 10:
                 self.root_cause_ranks.append(int(m.group(1)))
                 self._root_cause_pending = False
+        if "aptur" in text:  # cheap guard before the phase-line literals
+            mark = phase.phase_line(text)
+            if mark is not None and (not self.phase_marks or self.phase_marks[-1][0] != lh.line):
+                self.phase_marks.append((lh.line, mark[0], mark[1]))
         new_first = False
         for hit in lh.hits:
             sig = hit.signature
             key = (sig.rule_id, sig.role, sig.index, *lh.who.key())
             f = self.findings.get(key)
             if f is None:
+                rule = self.book.get(sig.rule_id)
                 f = Finding(sig.rule_id, sig.role, lh.line, text, lh.who, sig.variant,
-                            span=hit.end - hit.start)
+                            span=hit.end - hit.start, entry=hit.entry,
+                            generic=rule is not None and rule.generic, wrapper=sig.wrapper)
                 self.findings[key] = f
                 if (sig.rule_id, sig.role) not in self.first_by_rule_role:
                     self.first_by_rule_role[(sig.rule_id, sig.role)] = f
@@ -263,7 +299,7 @@ def diagnose_path(
 
 def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: bytes) -> Diagnosis:
     book = c.book
-    findings = sorted(c.findings.values(), key=lambda f: (f.line, -f.span, f.rule))
+    findings = _specific_first(sorted(c.findings.values(), key=lambda f: (f.line, f.generic, -f.span, f.rule)))
     diag = Diagnosis(None, findings, stats, context_n, source)
     if stats.binary_bytes > 64:
         diag.warnings.append(
@@ -278,8 +314,12 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
 
     verdict: Verdict | None = None
     if initiating:
-        first = initiating[0]
-        verdict = _verdict_for(c, book, first, "high")
+        first, wrapped = _unwrap(initiating[0], findings)
+        verdict = _verdict_for(c, book, first, "high" if first.role == "initiating" else "low")
+        if wrapped is not None:
+            verdict.notes.append(
+                f"line {wrapped.line} ({wrapped.rule}) only wraps this message; the line after it names the failure."
+            )
         others = {f.rule for f in initiating if f.rule != first.rule}
         for rid in sorted(others, key=lambda r: min(f.line for f in initiating if f.rule == r)):
             f = next(x for x in initiating if x.rule == rid)
@@ -294,7 +334,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
             folded = _fold(collateral)
             verdict.notes.append("collateral after the first failure: " + "; ".join(folded))
     elif collateral:
-        first = collateral[0]
+        first, wrapped = _unwrap(collateral[0], findings)
         verdict = _verdict_for(c, book, first, "low")
         verdict.notes.insert(
             0,
@@ -316,13 +356,14 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
             verdict.notes.insert(0, "Only a launcher or wrapper report was found; it names no cause.")
 
     if verdict is not None:
+        _explain_phase(verdict)
         _infer_missing_rank(verdict, c)
         _add_weak_hints(verdict, c)
         verdict.fingerprint = _fingerprint(verdict, context_f)
         texts = [head.decode("utf-8", errors="replace")] + [t for _n, t in verdict.context]
         texts += [fr.path for fr in verdict.frames]
         verdict.frameworks = frameworks.detect(texts)
-        if verdict.rule.asynchronous:
+        if _asynchronous(verdict):
             verdict.notes.append(
                 "CUDA reports this error asynchronously: the frame shown is where CUDA noticed it, "
                 "not where it happened. Re-run with CUDA_LAUNCH_BLOCKING=1 (or "
@@ -340,7 +381,8 @@ def _verdict_for(c: _Collector, book: RuleBook, f: Finding, confidence: str) -> 
     lines = c.contexts.get(id(f), [])
     frames = frames_before([*lines, (f.line, f.text)], f.who.rank, f.who.local_rank) if lines else []
     v = Verdict(rule, f, confidence, lines, frames, [])
-    refined = _refine(book, rule, frames, lines)
+    v.phase = phase.from_frames(frames) or phase.from_lines(c.phase_marks, f.line)
+    refined = _refine(book, rule, frames, lines, v.phase)
     if refined is not None:
         v.via = rule.id
         v.rule = refined
@@ -355,11 +397,13 @@ def _refine_regex(pattern: str) -> regex.Pattern[str]:
 
 
 def _refine(book: RuleBook, parent: Rule, frames: list[Frame],
-            lines: list[tuple[int, str]]) -> Rule | None:
-    """A more specific rule for a parent's verdict, from the failing source line or nearby text."""
+            lines: list[tuple[int, str]], where: phase.PhaseEvidence | None = None) -> Rule | None:
+    """A more specific rule for a parent's verdict, from the failing source line, nearby text,
+    the frames of its traceback or the phase the log puts it in."""
     frame = innermost_user_frame(frames)
     code = frame.code if frame is not None else ""
     recent = "\n".join(t for _n, t in lines[-60:])
+    frame_names = "\n".join(f"{fr.path}:{fr.function}" for fr in frames)
     best: Rule | None = None
     for rule in book.rules:
         if parent.id not in rule.refine_parents:
@@ -370,11 +414,75 @@ def _refine(book: RuleBook, parent: Rule, frames: list[Frame],
                 hit = _refine_regex(rule.refine_code).search(code, timeout=0.05) is not None
             if not hit and rule.refine_context is not None and recent:
                 hit = _refine_regex(rule.refine_context).search(recent, timeout=0.05) is not None
+            if not hit and rule.refine_frames is not None and frame_names:
+                hit = _refine_regex(rule.refine_frames).search(frame_names, timeout=0.05) is not None
+            if not hit and rule.refine_phase is not None and where is not None:
+                hit = rule.refine_phase == where.phase
         except TimeoutError:
             hit = False
         if hit and (best is None or rule.refine_priority > best.refine_priority):
             best = rule
     return best
+
+
+def _asynchronous(v: Verdict) -> bool:
+    """A table rule is asynchronous only for the codes of kernel faults; others follow the rule."""
+    entry = v.finding.entry
+    if entry is not None and v.rule.codes and entry in v.rule.codes:
+        return entry.asynchronous
+    return v.rule.asynchronous
+
+
+def _specific_first(findings: list[Finding]) -> list[Finding]:
+    """Drop a broad family's finding from a line where a specific rule also matched (same writer):
+    generic tables of CUDA, cuBLAS or NCCL codes must not take a verdict from a CUDA-graph rule.
+    The status code the dropped finding named still goes to the specific finding of that line."""
+    specific: dict[tuple[object, ...], list[Finding]] = {}
+    for f in findings:
+        if not f.generic:
+            specific.setdefault((f.line, f.who.key()), []).append(f)
+    out = []
+    for f in findings:
+        mates = specific.get((f.line, f.who.key())) if f.generic else None
+        if not mates:
+            out.append(f)
+            continue
+        for m in mates:
+            if m.entry is None and f.entry is not None:
+                m.entry = f.entry
+    return out
+
+
+def _unwrap(first: Finding, findings: list[Finding]) -> tuple[Finding, Finding | None]:
+    """Two lines of one event: 'terminate called after throwing ...' (a wrapper) and the 'what(): ...'
+    line after it; the more specific one, the second, names the failure."""
+    if not first.wrapper:
+        return first, None
+    for f in findings:
+        if f.line <= first.line or f.wrapper:
+            continue
+        if f.line > first.line + 3:
+            break
+        if f.who.key() == first.who.key() or f.who.rank is None:
+            return f, first
+    return first, None
+
+
+def _explain_phase(v: Verdict) -> None:
+    """Say whether the verdict is a CUDA-graph bug, and what capture changes when it happened there."""
+    if v.phase is not None:
+        v.notes.insert(0, f"Phase: {v.phase.phase} ({v.phase.evidence}).")
+        if v.phase.phase == "capture" and v.rule.in_capture:
+            v.notes.insert(1, "During capture: " + v.rule.in_capture)
+    related = v.graph_related
+    if related == "no":
+        v.notes.insert(0, "Adjacent failure: this is not a CUDA-graph bug; its own fix is below.")
+    elif related == "depends":
+        v.notes.insert(
+            0,
+            "Adjacent failure unless it happened in a CUDA-graph capture or replay, which this log "
+            "does not show; its own fix is below.",
+        )
 
 
 def _fingerprint(v: Verdict, context_f: list[Finding]) -> Finding | None:

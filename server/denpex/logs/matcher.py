@@ -14,7 +14,8 @@ from functools import lru_cache
 import ahocorasick_rs
 import regex
 
-from denpex.rulebook import RuleBook, Signature
+from denpex.rulebook import CodeEntry, RuleBook, Signature
+from denpex.rulebook.codes import CodeTable
 
 # Lines the diagnoser reads even when no rule names them (NCCL progress, tracebacks, frameworks).
 EXTRA_ANCHORS: tuple[str, ...] = (
@@ -25,6 +26,15 @@ EXTRA_ANCHORS: tuple[str, ...] = (
     "Last enqueued",
     "SeqNum=",
     "(local_rank: ",
+)
+# Lines that tell the phase a framework is in (see denpex.logs.phase); the diagnoser reads them too.
+PHASE_ANCHORS: tuple[str, ...] = (
+    "Capturing CUDA graphs",  # vLLM V1 progress bar
+    "Capturing cudagraphs for decoding",  # vLLM V0
+    "Capturing the model for CUDA graphs",  # vLLM V0
+    "Graph capturing finished in",  # vLLM, both
+    "Capture cuda graph begin",  # SGLang
+    "Capture cuda graph end",  # SGLang
 )
 
 REGEX_TIMEOUT_S = 0.05  # a pathological line cannot stall a scan
@@ -45,6 +55,7 @@ class Hit:
     signature: Signature
     start: int  # character offset of the match in the checked text
     end: int
+    entry: CodeEntry | None = None  # the status code a table signature named
 
 
 class Matcher:
@@ -61,7 +72,7 @@ class Matcher:
                 anchors.append(key)
                 self._by_anchor.append([])
             self._by_anchor[index[key]].append(sig)
-        for extra in EXTRA_ANCHORS:
+        for extra in (*EXTRA_ANCHORS, *PHASE_ANCHORS):
             if extra not in index:
                 index[extra] = len(anchors)
                 anchors.append(extra)
@@ -89,6 +100,7 @@ class Matcher:
             if sig.regex is not None:
                 flags = regex.IGNORECASE if sig.ignore_case else 0
                 self._compiled[(sig.rule_id, sig.index)] = regex.compile(sig.regex, flags)
+        self._tables = {r.id: CodeTable.of(r) for r in book.rules if r.codes}
         self._folded = [
             (sig, sig.anchor.lower()) for sig in self.signatures if sig.ignore_case
         ]
@@ -150,6 +162,8 @@ class Matcher:
         pattern = self._compiled[(sig.rule_id, sig.index)]
         lo = max(0, a_start - WINDOW)
         hi = min(len(text), a_end + WINDOW)
+        if sig.table_group is not None:
+            return self._confirm_table(sig, pattern, text, lo, hi)
         try:
             m = pattern.search(text, lo, hi, timeout=REGEX_TIMEOUT_S)
         except TimeoutError:
@@ -157,6 +171,23 @@ class Matcher:
         if m is None:
             return None
         return Hit(sig, m.start(), m.end())
+
+    def _confirm_table(self, sig: Signature, pattern: regex.Pattern[str], text: str,
+                       lo: int, hi: int) -> Hit | None:
+        """A table signature counts only where its group names an entry of the rule's codes."""
+        table = self._tables[sig.rule_id]
+        group = sig.table_group
+        assert group is not None
+        try:
+            for n, m in enumerate(pattern.finditer(text, lo, hi, timeout=REGEX_TIMEOUT_S)):
+                entry = table.lookup(group, m.group(group))
+                if entry is not None:
+                    return Hit(sig, m.start(), m.end(), entry)
+                if n >= 8:
+                    break
+        except TimeoutError:
+            return None
+        return None
 
 
 @lru_cache(maxsize=16)

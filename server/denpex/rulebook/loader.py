@@ -14,7 +14,8 @@ import regex
 import yaml
 
 from denpex.errors import RuleBookError
-from denpex.rulebook.model import Role, Rule, Severity, Signature, SourceSide
+from denpex.rulebook.codes import TABLE_GROUPS
+from denpex.rulebook.model import CodeEntry, GraphRelated, Role, Rule, Severity, Signature, SourceSide
 from denpex.rulebook.safety import problems
 
 SCHEMA_NAME = "rule.schema.json"
@@ -60,13 +61,24 @@ def parse_rule(data: Mapping[str, Any], path: str, *, validate: bool = True) -> 
         pattern = sig.get("regex")
         anchor = literal if literal is not None else sig["anchor"]
         ignore_case = bool(sig.get("ignore_case", False))
+        table_group = None
         if pattern is not None:
             try:
-                regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+                compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
             except regex.error as exc:
                 raise RuleBookError(
                     f"{path}: invalid rule: log.signatures[{i}].regex does not compile: {exc}"
                 ) from None
+            groups = [g for g in TABLE_GROUPS if g in compiled.groupindex]
+            if len(groups) > 1:
+                raise RuleBookError(f"{path}: invalid rule: log.signatures[{i}].regex names more than one table group")
+            if groups:
+                if not log.get("codes"):
+                    raise RuleBookError(
+                        f"{path}: invalid rule: log.signatures[{i}].regex has a (?P<{groups[0]}>...) group "
+                        "but the rule has no log.codes table"
+                    )
+                table_group = groups[0]
             unsafe = problems(pattern)
             if unsafe:
                 raise RuleBookError(
@@ -83,6 +95,8 @@ def parse_rule(data: Mapping[str, Any], path: str, *, validate: bool = True) -> 
                 regex=pattern,
                 variant=str(sig.get("variant", "")),
                 ignore_case=ignore_case,
+                wrapper=bool(sig.get("wrapper", False)),
+                table_group=table_group,
             )
         )
     src = data.get("source")
@@ -99,7 +113,7 @@ def parse_rule(data: Mapping[str, Any], path: str, *, validate: bool = True) -> 
     examples = log.get("examples", {})
     refine = log.get("refine") or {}
     if refine:
-        for key in ("code", "context"):
+        for key in ("code", "context", "frames"):
             if key in refine:
                 try:
                     regex.compile(refine[key])
@@ -132,6 +146,26 @@ def parse_rule(data: Mapping[str, Any], path: str, *, validate: bool = True) -> 
         refine_code=refine.get("code"),
         refine_priority=int(refine.get("priority", 0)),
         refine_context=refine.get("context"),
+        refine_phase=refine.get("phase"),
+        refine_frames=refine.get("frames"),
+        graph_related=cast(GraphRelated, data.get("graph_related", "yes")),
+        in_capture=str(data.get("in_capture", "")).strip(),
+        generic=bool(data.get("generic", False)),
+        codes=tuple(_code_entry(c) for c in log.get("codes", ())),
+    )
+
+
+def _code_entry(c: Mapping[str, Any]) -> CodeEntry:
+    return CodeEntry(
+        name=str(c["name"]),
+        number=int(c["number"]) if c.get("number") is not None else None,
+        messages=tuple(str(m) for m in c.get("messages", ())),
+        aliases=tuple(str(a) for a in c.get("aliases", ())),
+        since=str(c.get("since", "")),
+        meaning=str(c.get("meaning", "")).strip(),
+        fix=str(c.get("fix", "")).strip(),
+        graph_related=cast(GraphRelated, c["graph_related"]) if c.get("graph_related") else None,
+        asynchronous=bool(c.get("asynchronous", False)),
     )
 
 

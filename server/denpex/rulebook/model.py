@@ -7,6 +7,7 @@ from typing import Literal
 
 Role = Literal["initiating", "collateral", "context"]
 Severity = Literal["error", "warning", "info"]
+GraphRelated = Literal["yes", "no", "depends"]
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,28 @@ class Signature:
     regex: str | None = None
     variant: str = ""
     ignore_case: bool = False
+    wrapper: bool = False  # wraps the real message, which a later line of the same event names
+    table_group: str | None = None  # "name" | "message" | "number": the group looked up in the rule's codes
+
+
+@dataclass(frozen=True)
+class CodeEntry:
+    """One status code of a library's table (cudaError_t, CUresult, cublasStatus_t, ...)."""
+
+    name: str
+    number: int | None = None
+    messages: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    since: str = ""
+    meaning: str = ""
+    fix: str = ""
+    graph_related: GraphRelated | None = None
+    asynchronous: bool = False
+
+    def label(self) -> str:
+        num = f" ({self.number})" if self.number is not None else ""
+        msg = f": {self.messages[0]}" if self.messages else ""
+        return f"{self.name}{num}{msg}"
 
 
 @dataclass(frozen=True)
@@ -57,11 +80,19 @@ class Rule:
     refine_code: str | None = None  # regex over the innermost user frame's source text
     refine_priority: int = 0
     refine_context: str | None = None  # regex over the lines just before the parent's line
+    refine_phase: str | None = None  # "capture" | "replay": the phase the log puts the parent's failure in
+    refine_frames: str | None = None  # regex over "path:function" of each frame of the parent's traceback
+    graph_related: GraphRelated = "yes"
+    in_capture: str = ""  # what capture changes about this failure
+    generic: bool = False  # a broad family: a specific rule on the same line wins
+    codes: tuple[CodeEntry, ...] = ()
     verified_on: tuple[dict[str, str], ...] = field(default=())
 
     @property
     def has_log_side(self) -> bool:
-        return bool(self.signatures) or self.refine_code is not None or self.refine_context is not None
+        return bool(self.signatures) or any(
+            p is not None for p in (self.refine_code, self.refine_context, self.refine_phase, self.refine_frames)
+        )
 
     def verify_command(self) -> str:
         return self.verify.replace("{rule}", self.id)

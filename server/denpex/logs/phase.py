@@ -1,0 +1,73 @@
+"""Which phase of a CUDA-graph workload a failure happened in: capture, replay, or unknown.
+
+Evidence, strongest first: the frames of the failing traceback (capture_begin / capture_end /
+graph.__exit__ / make_graphed_callables, CUDAGraph.replay, the frameworks' capture functions), then
+the last phase line a framework printed before the failure (vLLM's "Capturing CUDA graphs", SGLang's
+"Capture cuda graph begin", each closed by its "finished"/"end" line).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from denpex.logs.traceback import Frame
+
+Phase = str  # "capture" | "replay"
+
+# (path regex, function regex, phase): the frames that put a traceback inside a phase
+_FRAME_PHASES: tuple[tuple[re.Pattern[str], re.Pattern[str], Phase], ...] = (
+    (re.compile(r"torch/cuda/graphs\.py$"), re.compile(r"^(?:capture_begin|capture_end|__enter__|__exit__)$"), "capture"),
+    (re.compile(r"torch/cuda/graphs\.py$"), re.compile(r"^make_graphed_callables$"), "capture"),
+    (re.compile(r"torch/cuda/graphs\.py$"), re.compile(r"^replay$"), "replay"),
+    (re.compile(r"torch/_inductor/cudagraph_trees\.py$"), re.compile(r"^(?:_record|record_function)$"), "capture"),
+    (re.compile(r"torch/_inductor/cudagraph_trees\.py$"), re.compile(r"^(?:run_graph|_run|run_first_inputs)$"), "replay"),
+    (re.compile(r"/vllm/"), re.compile(r"^(?:capture_model|_capture_cudagraphs|capture)$"), "capture"),
+    (re.compile(r"/sglang/"), re.compile(r"^(?:capture|capture_one_batch_size|_capture_graph)$"), "capture"),
+    (re.compile(r"/sglang/"), re.compile(r"^replay$"), "replay"),
+)
+
+# framework lines: (literal, phase it opens or None when it closes one)
+PHASE_LINES: tuple[tuple[str, Phase | None], ...] = (
+    ("Capturing CUDA graphs", "capture"),  # vLLM V1: tqdm bar "Capturing CUDA graphs (decode, FULL): 100%|..."
+    ("Capturing cudagraphs for decoding", "capture"),  # vLLM V0 worker/model_runner.py
+    ("Capturing the model for CUDA graphs", "capture"),  # vLLM V0 log_cudagraph_warning
+    ("Graph capturing finished in", None),  # vLLM gpu_model_runner.py / model_runner.py
+    ("Capture cuda graph begin", "capture"),  # SGLang model_runner.py init_cuda_graphs
+    ("Capture cuda graph end", None),  # SGLang
+)
+
+
+@dataclass(frozen=True)
+class PhaseEvidence:
+    phase: Phase
+    evidence: str  # what said so, for the verdict
+    line: int | None = None  # log line of a framework phase line
+
+
+def from_frames(frames: list[Frame]) -> PhaseEvidence | None:
+    for fr in reversed(frames):  # innermost first: a replay inside a capture is a capture
+        path = fr.path.replace("\\", "/")
+        for path_re, func_re, phase in _FRAME_PHASES:
+            if func_re.search(fr.function) and path_re.search(path):
+                return PhaseEvidence(phase, f"frame {fr.function} in {path.rsplit('/', 1)[-1]}", fr.log_line)
+    return None
+
+
+def phase_line(text: str) -> tuple[str, Phase | None] | None:
+    for literal, phase in PHASE_LINES:
+        if literal in text:
+            return literal, phase
+    return None
+
+
+def from_lines(markers: list[tuple[int, str, Phase | None]], before: int) -> PhaseEvidence | None:
+    """The phase the last framework phase line before `before` left open (markers in log order)."""
+    last: tuple[int, str, Phase | None] | None = None
+    for m in markers:
+        if m[0] > before:
+            break
+        last = m
+    if last is None or last[2] is None:
+        return None
+    return PhaseEvidence(last[2], f"after the framework's '{last[1]}' line (line {last[0]})", last[0])
