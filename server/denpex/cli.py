@@ -13,6 +13,7 @@ from denpex.errors import DenpexError
 # (subcommand, module under denpex.commands); each module has register(subparsers) and run(args)
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("diagnose", "diagnose"),
+    ("merge", "merge"),
     ("scan", "scan"),
     ("run", "run"),
     ("collect", "collect"),
