@@ -41,18 +41,23 @@ class Registry:
 
 @cache
 def registry() -> Registry:
+    """Every rule module of this package, imported once and checked (see `build`)."""
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    return build((name, importlib.import_module(f"{__name__}.{name}")) for name in names)
+
+
+def build(modules: Iterable[tuple[str, object]]) -> Registry:
+    """A registry of (module name, module) pairs; RegistryError on a module without RULE, a module named other
+    than its rule, a rule or hazard defined twice, an unknown hook node type, or two claims of one precedence."""
     rules: dict[str, SourceRule] = {}
     hazards: dict[str, Hazard] = {}
     owner: dict[str, str] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"{__name__}.{info.name}")
+    for name, mod in modules:
         rule = getattr(mod, "RULE", None)
         if not isinstance(rule, SourceRule):
-            raise RegistryError(f"source rule module {info.name} defines no RULE = SourceRule(...)")
-        if rule.id.replace("-", "_") != info.name:
-            raise RegistryError(f"source rule module {info.name} declares rule {rule.id}: name the module after it")
+            raise RegistryError(f"source rule module {name} defines no RULE = SourceRule(...)")
+        if rule.id.replace("-", "_") != name:
+            raise RegistryError(f"source rule module {name} declares rule {rule.id}: name the module after it")
         if rule.id in rules:
             raise RegistryError(f"source rule {rule.id} is defined twice")
         for node_type in rule.on_node:

@@ -76,6 +76,8 @@ def _pad_fix(region: CaptureRegion, call: Node, dst: Node, src: Node, dk: Kind, 
     stmt = call.parent
     if stmt is None or stmt.type != "expression_statement" or dk.node is None or dk.shape is None or sk.shape is None:
         return None
+    if strip_parens(src).type not in ("identifier", "attribute"):
+        return None  # the fix reads the source twice: a call (torch.randn(...)) would run twice
     d, s = ix.text(dst), ix.text(src)
     edits: list[TextEdit] = []
     if sk.shape[0] > dk.shape[0]:
