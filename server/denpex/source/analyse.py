@@ -177,42 +177,18 @@ def _worded(rule: Rule, config: ScanConfig, severity: Severity | None, message: 
 
 
 def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_path: str | None) -> list[SourceFinding]:
-    hmap = _hmap(book)
-    seen: set[tuple[str, int, int, str]] = set()
-    out: list[SourceFinding] = []
-    hits = list(hits)
-    busy_lines = {(h.ix.path, h.node.start_point[0]) for h in hits if h.hazard != "python-side-effect"}
-    hits = [h for h in hits if h.hazard != "python-side-effect" or (h.ix.path, h.node.start_point[0]) not in busy_lines]
-    doubts = {id(h): _doubt(h) for h in hits}
-    hits.sort(key=lambda h: bool(doubts[id(h)]))  # a line reached both ways is reported as the certain one
-    supp_cache: dict[int, dict[int, set[str]]] = {}
+    """Findings of hits in any files (only `only_path`'s when given): `_recs_to_findings` file by file."""
+    by_file: dict[str, tuple[ParsedSource, list[_Rec]]] = {}
     for h in hits:
         if only_path is not None and h.ix.path != only_path:
             continue
-        rule = hmap.get(h.hazard)
-        if rule is None or not config.enabled(rule.id):
-            continue
-        key = (h.ix.path, h.node.start_byte, h.node.end_byte, rule.id)
-        if key in seen:
-            continue
-        seen.add(key)
-        src: ParsedSource = h.ix.src
-        table = supp_cache.get(id(src))
-        if table is None:
-            table = supp_cache[id(src)] = suppressions(src)
-        sl, sc = src.start(h.node)
-        el, ec = src.end(h.node)
-        if is_suppressed(table, sl, rule.id, rule.code):
-            continue
-        region = h.region
-        doubt = doubts[id(h)]
-        severity, message = _worded(rule, config, h.severity, h.message, doubt)
-        out.append(SourceFinding(
-            rule=rule.id, code=rule.code, severity=severity, message=message, path=h.ix.path,
-            start_line=sl, start_col=sc, end_line=el, end_col=ec, hazard=h.hazard,
-            capture_site=CaptureSite(region.ix.path, region.line, region.kind),
-            fixes=tuple(h.fixes), suppression=suppression_fix(src, sl, rule.id), via=h.chain,
-        ))
+        entry = by_file.get(h.ix.path)
+        if entry is None:
+            entry = by_file[h.ix.path] = (h.ix.src, [])
+        entry[1].append(_rec(h))
+    out: list[SourceFinding] = []
+    for path, (src, recs) in by_file.items():
+        out.extend(_recs_to_findings(recs, book, config, src, path))
     out.sort(key=lambda f: (f.path, f.start_line, f.start_col, f.code))
     return out
 
@@ -247,7 +223,9 @@ def _rec(h: Hit) -> _Rec:
 
 def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src: ParsedSource,
                       path: str) -> list[SourceFinding]:
-    """`_to_findings` for the hits of one file (same filtering, de-duplication, suppressions and order)."""
+    """The findings of one file's hits: hits of disabled rules dropped, a side effect on a line that also has
+    another hazard dropped, one finding per node and rule (a line reached both ways: the certain one),
+    suppressions honoured, sorted by position."""
     hmap = _hmap(book)
     busy = {r.sl for r in recs if r.hazard != "python-side-effect"}
     seen: set[tuple[int, int, str]] = set()
