@@ -103,3 +103,99 @@ def torchrun_single_node(root: Path, fail: int = 2, later: int = 0, ranks: int =
             lines = progress("", "08:15:01") + watchdog(lr, "08:15:33", 7, 7, prefix=False)
         write(d / "stderr.log", lines)
     return run
+
+
+def slurm_per_task(root: Path, fail: int = 5, later: int = 1, tasks: int = 8) -> Path:
+    """`srun --output=slurm-%j_%t.out`: task ids are global ranks; ISO stamps from Python logging."""
+    for t in range(tasks):
+        if t == fail:
+            lines = progress("", "08:15:03") + item_traceback()
+        elif t == later:
+            lines = progress("", "08:15:20") + illegal_traceback()
+        else:
+            lines = progress("", "08:15:01") + watchdog(t, "08:15:33", 7, 7, prefix=False)
+        write(root / f"slurm-4242_{t}.out", lines)
+    return root
+
+
+def kubeflow_pods(root: Path, fail_rank: int = 5) -> Path:
+    """One file per pod (PyTorchJob master-0, worker-0..2), two ranks per pod, c10d [rankN]: prefixes."""
+    pods = ["trainer-master-0", "trainer-worker-0", "trainer-worker-1", "trainer-worker-2"]
+    for i, pod in enumerate(pods):
+        lines: list[str] = []
+        for r in (2 * i, 2 * i + 1):
+            p = f"[rank{r}]:"
+            if r == fail_rank:
+                lines += [f"{p}[{glog('W', '08:15:03')} ProcessGroupNCCL.cpp:4718] warmup done"]
+                lines += item_traceback(p)
+            else:
+                lines += [f"{p}[{glog('W', '08:15:02')} ProcessGroupNCCL.cpp:4718] warmup done"]
+                lines += watchdog(r, "08:15:33", 7, 7)
+        write(root / f"{pod}.log", lines)
+    return root
+
+
+def torchrun_two_nodes_with_table(root: Path) -> Path:
+    """Logs gathered per host (`<host>/<run_id>_<random>/attempt_0/<local_rank>/`), and the agent's
+    console output of gpu-b holding torchrun's failure table that maps its local ranks."""
+    for host, run, base in (("gpu-a", "none_aaaa1111", 0), ("gpu-b", "none_bbbb2222", 2)):
+        for lr in range(2):
+            d = root / host / run / "attempt_0" / str(lr)
+            if host == "gpu-b" and lr == 1:
+                lines = progress("", "08:15:03") + item_traceback()
+            else:
+                lines = progress("", "08:15:01") + watchdog(base + lr, "08:15:33", 7, 7, prefix=False)
+            write(d / "stderr.log", lines)
+    table = [
+        "E1201 08:15:40.850000 574 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: 1) "
+        "local_rank: 1 (pid: 709) of binary: /opt/venv/bin/python3",
+        "Traceback (most recent call last):",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================",
+        "/workspace/train.py FAILED",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2026-12-01_08:15:40",
+        "  host      : gpu-b",
+        "  rank      : 3 (local_rank: 1)",
+        "  exitcode  : 1 (pid: 709)",
+        "  error_file: <N/A>",
+        "============================================================",
+    ]
+    write(root / "agent-gpu-b.log", table)
+    return root
+
+
+def only_watchdogs(root: Path, behind: int | None = 3, silent: int | None = None, ranks: int = 4) -> Path:
+    """Every rank only times out. `behind` never enqueued SeqNum 7 (last enqueued 6); `silent`
+    never reached the collective at all (its file has no watchdog line)."""
+    for r in range(ranks):
+        if r == silent:
+            lines = progress("", "08:15:01")
+        else:
+            last = 6 if r == behind else 7
+            lines = progress("", "08:15:01") + watchdog(r, "08:15:33", 7, last, prefix=False)
+        write(root / f"rank_{r}.log", lines)
+    return root
+
+
+def node_rank_job(root: Path, nodes: int = 8, per_node: int = 8, fail: int = 37) -> Path:
+    """A 64-rank job's --log-dir gathered per host; the failing rank prints an unprefixed traceback,
+    every line of the others carries c10d's [rankN]: prefix."""
+    for n in range(nodes):
+        run = root / f"node{n:02d}" / f"none_{n:02d}q8w"
+        for lr in range(per_node):
+            g = n * per_node + lr
+            d = run / "attempt_0" / str(lr)
+            p = f"[rank{g}]:"
+            head = [f"{p}[{glog('W', '08:15:00')} ProcessGroupNCCL.cpp:4718] rank {g} warm"]
+            if g == fail:
+                lines = head + progress("", "08:15:03") + item_traceback()
+            elif g == fail + 9:
+                lines = head + progress("", "08:15:12") + illegal_traceback()
+            else:
+                lines = head + watchdog(g, "08:15:33", 7, 7)
+            write(d / "stderr.log", lines)
+            write(d / "stdout.log", progress("", "08:14:59", 2))
+    return root

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections import Counter
 from typing import Any, BinaryIO
 
@@ -36,7 +37,9 @@ from denpex.logs.timestamps import last_stamp
 from denpex.rulebook import RuleBook
 
 SUMMARY = "denpex.file-summary/1"
+_RANK_PREFIX = re.compile(r"^\[rank(\d{1,6})\]:", re.M)
 LOOKBACK = 1 << 20  # bytes before a range that its context window starts with
+MIN_RANGE = 48 << 20  # smaller ranges cost more in starting a worker than they save
 MAX_FINDINGS = 400  # per file in a summary; the first ones by line
 
 
@@ -123,10 +126,10 @@ def base_attribution(src: LogSource) -> Attribution | None:
                        evidence=[f"path {src.display}: " + "; ".join(src.evidence)] if src.evidence else [])
 
 
-def split_points(path: str, parts: int, min_part: int = 64 << 20) -> list[tuple[int, int]]:
-    """Byte ranges of about equal size that end at line ends."""
+def split_points(path: str, parts: int) -> list[tuple[int, int]]:
+    """Byte ranges of about equal size (at least MIN_RANGE) that end at line ends."""
     size = os.path.getsize(path)
-    parts = max(1, min(parts, size // min_part))
+    parts = max(1, min(parts, size // MIN_RANGE))
     if parts == 1:
         return [(0, size)]
     cuts = [0]
@@ -287,6 +290,9 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
         else:
             parts = [scan_range(src.path, a, b, book, context, base) for a, b in spans]
         c = join_ranges(parts) if len(parts) > 1 else parts[0]
+    # the worker's own c10d [rankN]: prefixes map its local rank to the global one (also on lines no
+    # rule names, so the file's first 64 KiB are read for them)
+    c.line_ranks.update(int(r) for r in _RANK_PREFIX.findall(head.decode("utf-8", "replace")))
     d = diagnose_collector(c, context, src.display, head)
     return to_summary(src, d, c, epoch), d
 
