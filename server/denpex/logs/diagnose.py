@@ -29,6 +29,7 @@ from denpex.rulebook import CodeEntry, Rule, RuleBook, load_rulebook
 SCHEMA = "denpex.diagnosis/1"
 FRAME_LOOKBACK = 200
 MAX_CONTEXTS = 256
+EVENT_LINES = 3  # lines after a report that still belong to the same event (a wrapper's detail lines)
 
 _SEQ_TIMEOUT = re.compile(r"SeqNum=(\d+)")
 _LAST_ENQ = re.compile(r"[Ll]ast enqueued (?:NCCL )?work: (\d+)")
@@ -434,20 +435,30 @@ def _asynchronous(v: Verdict) -> bool:
 
 
 def _specific_first(findings: list[Finding]) -> list[Finding]:
-    """Drop a broad family's finding from a line where a specific rule also matched (same writer):
-    generic tables of CUDA, cuBLAS or NCCL codes must not take a verdict from a CUDA-graph rule.
-    The status code the dropped finding named still goes to the specific finding of that line."""
-    specific: dict[tuple[object, ...], list[Finding]] = {}
+    """Drop a broad family's finding where a specific rule names the same event: on the same line, or
+    within the next EVENT_LINES lines of the same writer (PyTorch's 'NCCL error in: ...' is followed by
+    'Last error:' and NCCL's own text, which a specific rule may know). Generic tables of CUDA, cuBLAS or
+    NCCL codes must not take a verdict from a CUDA-graph rule; the status code the dropped finding named
+    goes to the specific finding."""
+    by_line: dict[int, list[Finding]] = {}
     for f in findings:
         if not f.generic:
-            specific.setdefault((f.line, f.who.key()), []).append(f)
+            by_line.setdefault(f.line, []).append(f)
     out = []
     for f in findings:
-        mates = specific.get((f.line, f.who.key())) if f.generic else None
+        if not f.generic:
+            out.append(f)
+            continue
+        key = f.who.key()
+        mates = [m for m in by_line.get(f.line, ()) if m.who.key() == key]
+        for later in range(f.line + 1, f.line + EVENT_LINES + 1):
+            if mates:
+                break
+            mates = [m for m in by_line.get(later, ()) if m.who.key() == key and m.role != "context"]
         if not mates:
             out.append(f)
             continue
-        for m in mates:
+        for m in mates[:1]:
             if m.entry is None and f.entry is not None:
                 m.entry = f.entry
     return out
