@@ -169,7 +169,8 @@ def test_console_log_default_prefix_becomes_global_rank(tmp_path: Path) -> None:
 
 
 def test_console_log_failure_table_maps_default_prefix(tmp_path: Path) -> None:
-    lines = fb.item_traceback("[default1]:") + [
+    lines = [
+        *fb.item_traceback("[default1]:"),
         "Root Cause (first observed failure):", "[0]:", "  time      : 2026-12-01_08:15:40",
         "  host      : gpu-b", "  rank      : 9 (local_rank: 1)", "  exitcode  : 1 (pid: 709)",
     ]

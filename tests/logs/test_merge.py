@@ -109,10 +109,10 @@ def test_ranges_give_the_single_pass_result(tmp_path: Path, monkeypatch: pytest.
     p = tmp_path / "big.log"
     line, total = _big_log(p, 60)
     src = discover([str(p)]).sources[0]
-    one, d1 = summary.summarise(src)
+    one, _d1 = summary.summarise(src)
     monkeypatch.setattr(summary, "MIN_RANGE", 64 << 10)
     monkeypatch.setattr(summary, "LOOKBACK", 32 << 10)
-    many, dn = summary.summarise(src, ranges=parts)
+    many, _dn = summary.summarise(src, ranges=parts)
     assert len(summary.split_points(str(p), parts)) == parts
     assert one["verdict"]["line"] == many["verdict"]["line"] == line
     assert one["lines"] == many["lines"] == total
