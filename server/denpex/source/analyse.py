@@ -36,7 +36,7 @@ from denpex.source.facts import fresh_name, logging_level_low
 from denpex.source.fixes import apply_edits
 from denpex.source.hits import Hit, Sink, branch_head
 from denpex.source.index import FileIndex
-from denpex.source.model import CaptureSite, Fix, Severity, SourceFinding, TextEdit
+from denpex.source.model import CallStep, CaptureSite, Fix, Severity, SourceFinding, TextEdit
 from denpex.source.parse import ParsedSource, parse, take_wanting
 from denpex.source.regions import CaptureRegion, contextmanager_wrappers, find_regions
 from denpex.source.rules import RuleSet, check_against, registry, rule_set
@@ -210,6 +210,7 @@ class _Rec:
     fixes: tuple[Fix, ...]
     chain: tuple[str, ...]
     doubt: str = ""  # why it may not happen (see _doubt)
+    steps: tuple[CallStep, ...] = ()
 
 
 def _rec(h: Hit) -> _Rec:
@@ -218,7 +219,7 @@ def _rec(h: Hit) -> _Rec:
     el, ec = src.end(h.node)
     r = h.region
     return _Rec(h.hazard, h.node.start_byte, h.node.end_byte, sl, sc, el, ec, h.severity, h.message,
-                CaptureSite(r.ix.path, r.line, r.kind), tuple(h.fixes), h.chain, _doubt(h))
+                CaptureSite(r.ix.path, r.line, r.kind), tuple(h.fixes), h.chain, _doubt(h), h.steps)
 
 
 def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src: ParsedSource,
@@ -250,6 +251,7 @@ def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src:
             rule=rule.id, code=rule.code, severity=severity, message=message, path=path,
             start_line=r.sl, start_col=r.sc, end_line=r.el, end_col=r.ec, hazard=r.hazard,
             capture_site=r.site, fixes=r.fixes, suppression=suppression_fix(src, r.sl, rule.id), via=r.chain,
+            call_path=r.steps,
         ))
     out.sort(key=lambda f: (f.path, f.start_line, f.start_col, f.code))
     return out
@@ -658,7 +660,8 @@ def _shift_entry(entry: _RegionEntry, s: int, t: int, delta: int, e: TextEdit) -
             site = CaptureSite(r.site.path, _shift_point(r.site.line, 0, e)[0], r.site.kind)
             recs.append(replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta),
                                 end_byte=_shift_byte(r.end_byte, s, t, delta), sl=sl, sc=sc, el=el, ec=ec,
-                                site=site, fixes=tuple(_shift_fix(x, e) for x in r.fixes)))
+                                site=site, fixes=tuple(_shift_fix(x, e) for x in r.fixes),
+                                steps=_shift_steps(r.steps, r.site.path, e)))
         owner = _shift_byte(entry.owner, s, t, delta) if entry.owner >= 0 else -1
     except ValueError:
         return None
@@ -678,6 +681,17 @@ def _shift_point(line: int, col: int, e: TextEdit) -> tuple[int, int]:
             return e.start_line + nl, col - e.end_col + len(e.new_text) - e.new_text.rfind("\n") - 1
         return e.start_line, e.start_col + len(e.new_text) + (col - e.end_col)
     return line + nl - (e.end_line - e.start_line), col
+
+
+def _shift_steps(steps: tuple[CallStep, ...], path: str, e: TextEdit) -> tuple[CallStep, ...]:
+    """The call path after edit `e` of file `path` (steps in other files do not move)."""
+    out = []
+    for st in steps:
+        if st.path == path:
+            line, col = _shift_point(st.line, st.col, e)
+            st = replace(st, line=line, col=col)
+        out.append(st)
+    return tuple(out)
 
 
 def _shift_edit(t: TextEdit, e: TextEdit) -> TextEdit:
@@ -704,7 +718,7 @@ def _shift_cached(c: _Cached, old: ParsedSource, new: ParsedSource, e: TextEdit)
                 site = CaptureSite(site.path, _shift_point(site.line, 0, e)[0], site.kind)
             out.append(replace(
                 f, start_line=sl, start_col=sc, end_line=el, end_col=ec, capture_site=site,
-                fixes=tuple(_shift_fix(x, e) for x in f.fixes),
+                fixes=tuple(_shift_fix(x, e) for x in f.fixes), call_path=_shift_steps(f.call_path, f.path, e),
                 suppression=_shift_fix(f.suppression, e) if f.suppression is not None else None,
             ))
     except ValueError:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from denpex.source.index import FileIndex
-from denpex.source.model import Fix, Severity
+from denpex.source.model import CallStep, Fix, Severity
 from denpex.source.parse import ParsedSource
 from denpex.source.regions import CaptureRegion
 
@@ -28,6 +28,7 @@ class Hit:
     severity: Severity | None = None
     message: str | None = None
     branch: str | None = None  # a branch on the call path from the capture to here (see branch_head)
+    steps: tuple[CallStep, ...] = ()  # the calls followed from the capture to here
 
 
 _BRANCH_CLAUSES = frozenset({"if_statement", "elif_clause", "else_clause", "except_clause", "case_clause"})

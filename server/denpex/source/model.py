@@ -42,6 +42,16 @@ class CaptureSite:
 
 
 @dataclass(frozen=True)
+class CallStep:
+    """One call on the way from a capture to a finding: where the call is, and what it reached."""
+
+    path: str
+    line: int
+    col: int
+    label: str  # `step`, `self.model -> Net.forward`
+
+
+@dataclass(frozen=True)
 class SourceFinding:
     rule: str  # rule id, e.g. "capture-item-sync"
     code: str  # rule code, e.g. "DPX101"
@@ -57,3 +67,4 @@ class SourceFinding:
     fixes: tuple[Fix, ...] = ()
     suppression: Fix | None = None
     via: tuple[str, ...] = field(default=())  # call chain from the capture site, outermost first
+    call_path: tuple[CallStep, ...] = ()  # the calls followed from the capture site to here, with positions

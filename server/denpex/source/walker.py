@@ -18,7 +18,7 @@ from denpex.source.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_cal
 from denpex.source.fixbuild import RegionFixBuilder
 from denpex.source.hits import Hit, Sink, branch_head, call_parts, stmt_of
 from denpex.source.index import FileIndex, FuncInfo, Kind, positional
-from denpex.source.model import Fix, Severity
+from denpex.source.model import CallStep, Fix, Severity
 from denpex.source.parse import strip_parens
 from denpex.source.regions import CaptureRegion
 from denpex.source.rules import RuleSet
@@ -62,11 +62,12 @@ class CaptureWalker:
             self._walk(list(r.stmts), root)
         elif r.kind == "graphed_callables":
             for expr in r.callables:
+                line, col = r.ix.src.start(expr)
                 for t in resolve_region_callable(self.resolver, r.ix, expr):
-                    self.enter(t.ix, t.func, t.env, root, t.label)
+                    self.enter(t.ix, t.func, t.env, root, t.label, None, CallStep(r.ix.path, line, col, t.label))
 
     def enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str,
-              branch: str | None = None) -> None:
+              branch: str | None = None, step: CallStep | None = None) -> None:
         if frame.depth >= self.max_depth:
             return
         key = (id(ix), fn.node.id)
@@ -77,7 +78,8 @@ class CaptureWalker:
         body = fn.body
         if body is None:
             return
-        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch)
+        steps = (*frame.steps, step) if step is not None else frame.steps
+        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch, steps)
         self._walk([body], child)
 
     def report(self, hazard: str, node: Node, frame: Frame, fixes: list[Fix | None] | None = None,
@@ -89,7 +91,8 @@ class CaptureWalker:
             fb = self.fixes.eager_fallback()
             if fb is not None:
                 fx.append(fb)
-        self.sink(Hit(hazard, frame.ix, node, self.region, frame.chain, fx, severity, message, frame.branch))
+        self.sink(Hit(hazard, frame.ix, node, self.region, frame.chain, fx, severity, message, frame.branch,
+                      frame.steps))
 
     # ---- traversal ---------------------------------------------------------------------------------------
     def _walk(self, roots: list[Node], frame: Frame) -> None:
@@ -233,14 +236,17 @@ class CaptureWalker:
         targets = self.resolver.resolve_call(ix, call, frame.env)
         anchor = self.region.anchor if frame.depth == 0 and ix is self.region.ix else None
         branch = frame.branch or (branch_head(ix.src, call, anchor) if targets or site.args else None)
+        line, col = ix.src.start(call)
         for tgt in targets:
-            self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch)
+            self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch, CallStep(ix.path, line, col, tgt.label))
         if not targets and site.qualname not in ("print",):
             # callables passed to library code run inside the capture (checkpoint(block, x), ...)
             for a in site.args:
                 if strip_parens(a).type in ("identifier", "attribute") and not self.kind(a, frame).tensor:
                     for tgt in self.resolver.resolve_callable(ix, a, frame.env):
-                        self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch)
+                        al, ac = ix.src.start(a)
+                        self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch,
+                                   CallStep(ix.path, al, ac, tgt.label))
 
     # ---- kinds under bindings ----------------------------------------------------------------------------
     def kind(self, node: Node, frame: Frame) -> Kind:

@@ -29,7 +29,7 @@ from tree_sitter import Node
 from denpex.source.callgraph import Env, Resolver
 from denpex.source.hits import Sink
 from denpex.source.index import FileIndex, FuncInfo, Kind
-from denpex.source.model import Fix, Severity, TextEdit
+from denpex.source.model import CallStep, Fix, Severity, TextEdit
 from denpex.source.regions import CaptureRegion
 
 
@@ -52,6 +52,7 @@ class Frame:
     depth: int
     func: FuncInfo | None = None
     branch: str | None = None  # the first branch on the call path from the capture to this function
+    steps: tuple[CallStep, ...] = ()  # the calls followed from the capture to this function, with positions
 
 
 @dataclass(frozen=True)
