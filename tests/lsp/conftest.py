@@ -75,6 +75,28 @@ async def start(lsp_client: LanguageClient, params: types.InitializeParams) -> t
     return result
 
 
+async def config_errors(client: LanguageClient, count: int, timeout: float = 10.0) -> list[str]:
+    """The configuration errors the server showed (window/showMessage, type Error), once `count` have
+    come; each must also be logged as an error with the same text. Both are then taken out of the
+    client's record, so `finish` still fails on any other showMessage or error."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    prefix = "Denpex configuration: "
+    while loop.time() < deadline:
+        shown = [m for m in client.messages if m.type == types.MessageType.Error and m.message.startswith(prefix)]
+        if len(shown) >= count:
+            break
+        await asyncio.sleep(0.01)
+    texts = [m.message[len(prefix):] for m in shown]
+    logged = [m for m in client.log_messages if m.type == types.MessageType.Error and m.message.startswith("denpex: ")]
+    assert sorted(m.message[len("denpex: "):] for m in logged) == sorted(texts), (texts, logged)
+    for m in shown:
+        client.messages.remove(m)
+    for m in logged:
+        client.log_messages.remove(m)
+    return texts
+
+
 async def finish(lsp_client: LanguageClient) -> None:
     # the server reports its own faults through window/logMessage, never window/showMessage
     assert lsp_client.messages == [], [m.message for m in lsp_client.messages]

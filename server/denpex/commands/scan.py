@@ -21,7 +21,7 @@ from denpex.notebook import CellPosition, Notebook, NotebookError
 from denpex.notebook.fixes import fixed_cells
 from denpex.rulebook import RuleBook, load_rulebook
 from denpex.source.analyse import analyse_workspace, apply_fixes
-from denpex.source.config import ScanConfig, load_config
+from denpex.source.config import ScanConfig, load_project
 from denpex.source.model import SourceFinding
 from denpex.source.workspace import Workspace
 
@@ -183,11 +183,12 @@ def _fix_notebook(ws: Workspace, path: str, nb: Notebook, findings: list[SourceF
 def run(args: argparse.Namespace) -> int:
     book = load_rulebook(args.rules)
     start = Path(args.paths[0]) if args.paths else Path.cwd()
-    config = load_config(book, start=start if start.exists() else Path.cwd(),
-                         pyproject=Path(args.config) if args.config else None)
-    config = config.with_cli(book, args.select, args.ignore)
+    project = load_project(book, start=start if start.exists() else Path.cwd(),
+                           pyproject=Path(args.config) if args.config else None)
+    config = project.scan.with_cli(book, args.select, args.ignore)
     if args.unsafe_fixes and not args.fix:
         raise DenpexError("--unsafe-fixes needs --fix")
+    args.unsafe_fixes = args.unsafe_fixes or (args.fix and project.bool("unsafe_fixes"))  # [tool.denpex] unsafe-fixes
     files = collect_files(args.paths)
     notebooks: dict[str, Notebook] = {}
     errors: list[str] = []

@@ -34,31 +34,6 @@ LSP_SEVERITY = {
 }
 
 
-def _matches(sel: str, rule: str, code: str) -> bool:
-    return sel in ("ALL", rule, code) or (bool(sel) and (code.startswith(sel) or rule.startswith(sel)))
-
-
-def selected(settings: Settings, rule: str, code: str) -> bool:
-    if settings.select and not any(_matches(s, rule, code) for s in settings.select):
-        return False
-    return not any(_matches(s, rule, code) for s in settings.ignore)
-
-
-def severity_for(settings: Settings, rule: str, code: str, default: str) -> str:
-    """The override with the most specific key wins (exact id/code, then longest prefix)."""
-    best: tuple[int, str] | None = None
-    for key, sev in settings.severity.items():
-        if key in (rule, code):
-            rank = 10_000
-        elif _matches(key, rule, code):
-            rank = len(key)
-        else:
-            continue
-        if best is None or rank > best[0]:
-            best = (rank, sev)
-    return best[1] if best else default
-
-
 def rule_link(settings: Settings, rule: Rule | None, rule_id: str, code: str) -> str | None:
     if settings.docs_url:
         return settings.docs_url.replace("{id}", rule_id).replace("{code}", code)
@@ -92,10 +67,11 @@ def to_diagnostic(
     book: RuleBook | None,
     version: int | None,
 ) -> types.Diagnostic | None:
-    """One finding as a Diagnostic; None when the settings turn it off."""
-    if not selected(settings, f.rule, f.code):
+    """One finding as a Diagnostic; None when the settings turn it off (the analyser already ran
+    with the settings' selection: this is for a finding of a rule switched off since)."""
+    if not settings.config.enabled(f.rule):
         return None
-    sev = severity_for(settings, f.rule, f.code, f.severity)
+    sev = settings.severity.get(f.rule, f.severity)
     if sev == "off":
         return None
     rule = book.get(f.rule) if book is not None else None

@@ -44,6 +44,16 @@ class DenpexLanguageServer(LanguageServer):
     def log_exception(self, context: str) -> None:
         self.log(f"{context}\n{traceback.format_exc()}", types.MessageType.Error)
 
+    def config_error(self, message: str) -> None:
+        """A configuration problem is the user's to fix: logged and shown (as ruff's server shows
+        invalid settings), with the text `denpex scan` prints for it."""
+        self.log(f"denpex: {message}", types.MessageType.Error)
+        try:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                             message=f"Denpex configuration: {message}"))
+        except Exception:
+            print(f"denpex: {message}", file=sys.stderr)
+
     def report_server_error(self, error: Exception, source: object) -> None:
         """Log faults instead of popping `window/showMessage` (pygls' default)."""
         self.log(f"internal error ({getattr(source, '__name__', source)}): {error!r}", types.MessageType.Error)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import Protocol
 
 from lsprotocol import types
 from pygls.workspace import TextDocument
@@ -23,8 +23,7 @@ from denpex.lsp.documents import DocState, DocumentStore, Kind, path_of
 from denpex.lsp.paths import PathIndex
 from denpex.lsp.settings import Settings, SettingsStore
 from denpex.rulebook import Rule, RuleBook, load_rulebook
-from denpex.source.config import ScanConfig, resolve_rules
-from denpex.source.model import Severity, SourceFinding
+from denpex.source.model import SourceFinding
 
 # test hook: rule ids whose findings fail to convert (proves one bad rule loses only its findings)
 _FAULT_RULES = frozenset(filter(None, os.environ.get("DENPEX_LSP_FAULT_RULES", "").split(",")))
@@ -37,13 +36,15 @@ class Log(Protocol):
 
     def log_exception(self, context: str) -> None: ...
 
+    def config_error(self, message: str) -> None: ...
+
 
 class DocumentService:
     def __init__(self, log: Log, get_text: Callable[[str], TextDocument | None]) -> None:
         self._log = log
         self._get_text = get_text
         self.caps = ClientCaps()
-        self.settings = SettingsStore()
+        self.settings = SettingsStore(self._book_or_builtin)
         self.documents = DocumentStore()
         self.paths = PathIndex()
         self.analyzer = Analyzer(log.log_warning)
@@ -52,7 +53,6 @@ class DocumentService:
         self.traceback_generation = 0
         self._book: RuleBook | None = None
         self._book_failed = False
-        self._config: tuple[object, ScanConfig] | None = None
 
     # rule book ---------------------------------------------------------------------------------
 
@@ -66,6 +66,9 @@ class DocumentService:
                 self._log.log_exception("rule book failed to load; explanations unavailable")
         return self._book
 
+    def _book_or_builtin(self) -> RuleBook:
+        return self.book or load_rulebook()
+
     def rule(self, rule_id: str) -> Rule | None:
         book = self.book
         return book.get(rule_id) if book is not None and rule_id else None
@@ -78,42 +81,12 @@ class DocumentService:
 
     def drain_setting_errors(self) -> None:
         for err in self.settings.errors:
-            self._log.log_warning(err)
+            self._log.config_error(err)
         self.settings.errors.clear()
 
     def settings_changed(self) -> None:
         self.generation += 1
         self.drain_setting_errors()
-
-    def _scan_config(self, settings: Settings) -> ScanConfig:
-        """The analyser's ScanConfig for these settings (ids, codes, prefixes resolved)."""
-        key = (settings.select, settings.ignore, tuple(sorted(settings.severity.items())),
-               settings.capture_wrappers, settings.graphed_callables, settings.guards)
-        if self._config is not None and self._config[0] == key:
-            return self._config[1]
-        book = self.book or load_rulebook()
-
-        def ids(keys: tuple[str, ...]) -> set[str]:
-            out: set[str] = set()
-            for key in keys:
-                try:
-                    out |= resolve_rules(book, [key])
-                except Exception as exc:  # an unknown rule in the settings costs only that entry
-                    self._log.log_warning(f"settings: {exc}")
-            return out
-
-        severity: dict[str, Severity] = {}
-        for sel, sev in sorted(settings.severity.items(), key=lambda kv: len(kv[0])):
-            if sev in ("error", "warning", "info"):
-                for rule_id in ids((sel,)):
-                    severity[rule_id] = cast(Severity, sev)
-        config = ScanConfig(
-            select=frozenset(ids(settings.select)) if settings.select else None,
-            ignore=frozenset(ids(settings.ignore)), severity=severity,
-            capture_wrappers=frozenset(settings.capture_wrappers), guards=frozenset(settings.guards),
-            graphed_callables=frozenset(settings.graphed_callables))
-        self._config = (key, config)
-        return config
 
     def set_folders(self, folders: list[str]) -> None:
         self.settings.set_folders(folders)
@@ -157,7 +130,7 @@ class DocumentService:
             self._log.log_warning(f"{st.uri}: larger than maxFileBytes ({settings.max_file_bytes}); not analysed")
         else:
             try:
-                findings = self.analyzer.analyse(doc.source, path or st.uri, self._scan_config(settings))
+                findings = self.analyzer.analyse(doc.source, path or st.uri, settings.config)
             except Exception:
                 self._log.log_exception(f"source analysis failed for {st.uri}")
         lines, codec = doc.lines, doc.position_codec

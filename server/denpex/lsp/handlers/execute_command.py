@@ -6,7 +6,9 @@ from __future__ import annotations
 from lsprotocol import types
 
 from denpex.lsp import logs
-from denpex.lsp.server import DenpexLanguageServer  # at run time: pygls reads the command's type hints
+from denpex.lsp.server import (
+    DenpexLanguageServer,  # at run time: pygls reads the command's type hints
+)
 
 METHOD = types.WORKSPACE_EXECUTE_COMMAND
 
