@@ -82,6 +82,7 @@ class Verdict:
     frameworks: list[frameworks.Framework] = field(default_factory=list)
     first_divergence: tuple[int, str] | None = None
     phase: phase.PhaseEvidence | None = None
+    related_override: str | None = None  # from a rule hint that matched the verdict line
 
     @property
     def graph_related(self) -> str:
@@ -89,7 +90,8 @@ class Verdict:
         'depends' becomes yes when the log puts the failure in capture or replay."""
         entry = self.finding.entry
         own = entry is not None and entry in self.rule.codes
-        value = (entry.graph_related if own and entry is not None else None) or self.rule.graph_related
+        value = (self.related_override or (entry.graph_related if own and entry is not None else None)
+                 or self.rule.graph_related)
         if value == "depends" and self.phase is not None:
             return "yes"
         return value
@@ -479,8 +481,25 @@ def _unwrap(first: Finding, findings: list[Finding]) -> tuple[Finding, Finding |
     return first, None
 
 
+def _apply_hints(v: Verdict) -> None:
+    for hint in v.rule.hints:
+        try:
+            m = _refine_regex(hint.regex).search(v.finding.text, timeout=0.05)
+        except TimeoutError:
+            m = None
+        if m is None:
+            continue
+        note = hint.note
+        for i, g in enumerate(m.groups(), start=1):
+            note = note.replace("{" + str(i) + "}", g or "")
+        v.notes.append(note)
+        if hint.graph_related is not None and v.related_override is None:
+            v.related_override = hint.graph_related
+
+
 def _explain_phase(v: Verdict) -> None:
     """Say whether the verdict is a CUDA-graph bug, and what capture changes when it happened there."""
+    _apply_hints(v)
     if v.phase is not None:
         v.notes.insert(0, f"Phase: {v.phase.phase} ({v.phase.evidence}).")
         if v.phase.phase == "capture" and v.rule.in_capture:

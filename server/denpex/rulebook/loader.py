@@ -15,7 +15,7 @@ import yaml
 
 from denpex.errors import RuleBookError
 from denpex.rulebook.codes import TABLE_GROUPS
-from denpex.rulebook.model import CodeEntry, GraphRelated, Role, Rule, Severity, Signature, SourceSide
+from denpex.rulebook.model import CodeEntry, GraphRelated, Hint, Role, Rule, Severity, Signature, SourceSide
 from denpex.rulebook.safety import problems
 
 SCHEMA_NAME = "rule.schema.json"
@@ -152,7 +152,20 @@ def parse_rule(data: Mapping[str, Any], path: str, *, validate: bool = True) -> 
         in_capture=str(data.get("in_capture", "")).strip(),
         generic=bool(data.get("generic", False)),
         codes=tuple(_code_entry(c) for c in log.get("codes", ())),
+        hints=tuple(_hint(h, path, i) for i, h in enumerate(data.get("hints", ()))),
     )
+
+
+def _hint(h: Mapping[str, Any], path: str, i: int) -> Hint:
+    try:
+        regex.compile(h["regex"])
+    except regex.error as exc:
+        raise RuleBookError(f"{path}: invalid rule: hints[{i}].regex does not compile: {exc}") from None
+    unsafe = problems(h["regex"])
+    if unsafe:
+        raise RuleBookError(f"{path}: invalid rule: hints[{i}].regex can backtrack catastrophically ({unsafe[0]})")
+    related = h.get("graph_related")
+    return Hint(str(h["regex"]), str(h["note"]), cast(GraphRelated, related) if related else None)
 
 
 def _code_entry(c: Mapping[str, Any]) -> CodeEntry:

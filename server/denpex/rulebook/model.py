@@ -47,6 +47,15 @@ class CodeEntry:
 
 
 @dataclass(frozen=True)
+class Hint:
+    """A note for a verdict whose line matches `regex`."""
+
+    regex: str
+    note: str
+    graph_related: GraphRelated | None = None
+
+
+@dataclass(frozen=True)
 class SourceSide:
     hazards: tuple[str, ...]
     message: str
@@ -86,6 +95,7 @@ class Rule:
     in_capture: str = ""  # what capture changes about this failure
     generic: bool = False  # a broad family: a specific rule on the same line wins
     codes: tuple[CodeEntry, ...] = ()
+    hints: tuple[Hint, ...] = ()
     verified_on: tuple[dict[str, str], ...] = field(default=())
 
     @property
