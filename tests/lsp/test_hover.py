@@ -22,11 +22,31 @@ async def test_hover_on_finding_explains_rule(client: LanguageClient) -> None:
     assert h is not None and isinstance(h.contents, types.MarkupContent)
     assert h.contents.kind == types.MarkupKind.Markdown
     md = h.contents.value
-    for heading in ("What fails, and why under capture", "**Fix**", "**Eager fallback**", "**Verify**"):
+    for heading in ("### What fails, and why under capture", "### Fix", "### Eager fallback", "### Verify"):
         assert heading in md, md
     assert "DPX101" in md and "capture-item-sync" in md
     assert "denpex run --expect-absent capture-item-sync" in md
     assert h.range == d.range
+
+
+async def test_hover_renders_the_rule_as_explain_does(client: LanguageClient) -> None:
+    import subprocess
+    import sys
+
+    doc_uri, _ = open_doc(client, SCENARIO)
+    d = (await wait_diagnostics(client, doc_uri, version=1))[0]
+    h = await hover(client, doc_uri, d.range.start.line, d.range.start.character + 3)
+    assert h is not None and isinstance(h.contents, types.MarkupContent)
+    explain = subprocess.run([sys.executable, "-m", "denpex", "explain", "DPX101", "--format", "markdown"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+    # the hover is explain's text without the sections only explain has, plus the finding's own message
+    sections = [s for s in explain.split("\n### ") if not s.startswith(("Folklore", "Checklist", "Log signatures",
+                                                                         "Verified on"))]
+    head, *rest = sections
+    assert h.contents.value.startswith(head.split("\n\n")[0])
+    for s in rest:
+        assert "### " + s.strip() in h.contents.value
+    assert d.message in h.contents.value
 
 
 async def test_hover_on_capture_opener_summarises_region(client: LanguageClient) -> None:

@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from denpex.errors import DenpexError
-from denpex.rulebook import Rule, load_rulebook
+from denpex.rulebook import load_rulebook
+from denpex.rulebook.render import rule_markdown
 
 
 def register(subparsers: Any) -> None:
@@ -19,25 +20,6 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--rules", action="append", default=[], metavar="DIR")
     p.set_defaults(handler=run)
-
-
-def rule_markdown(r: Rule) -> str:
-    out = [f"## {r.title}", "", f"`{r.id}` ({r.code}) · {r.family} · severity **{r.severity}**", "",
-           "### Why", r.root_cause, "", "### Fix", r.fix, ""]
-    if r.eager_fallback:
-        out += ["### Eager fallback", r.eager_fallback, ""]
-    out += ["### Verify", "```sh", r.verify_command(), "```", ""]
-    if r.folklore:
-        out += ["### Folklore vs. what PyTorch does", r.folklore, ""]
-    if r.checklist:
-        out += ["### Checklist", *[f"- [ ] {c}" for c in r.checklist], ""]
-    if r.signatures:
-        out += ["### Log signatures", *[f"- {s.role}: `{s.literal or s.regex}`" for s in r.signatures], ""]
-    if r.verified_on:
-        out += ["### Verified on", *[f"- torch {v.get('torch')} {v.get('gpu', '')}: {v.get('evidence')}"
-                                     for v in r.verified_on], ""]
-    out += ["### References", *[f"- {ref}" for ref in r.references], ""]
-    return "\n".join(out)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from denpex.lsp.analysis import RegionSummary
-from denpex.rulebook import Rule
+from denpex.rulebook import Rule, render
 
 _SUPPRESS = re.compile(r"#\s*denpex:\s*ignore\[(?P<ids>[^\]]*)\]")
 
@@ -20,17 +20,8 @@ KIND_TITLE = {
 
 
 def rule_markdown(rule: Rule, message: str | None = None) -> str:
-    """What fails and why under capture, the fix, the eager fallback, how to verify."""
-    parts = [f"### {rule.code} `{rule.id}`", "", f"**{rule.title}**", ""]
-    if message and message != rule.title:
-        parts += [message, ""]
-    parts += ["**What fails, and why under capture**", "", rule.root_cause, "", "**Fix**", "", rule.fix, ""]
-    if rule.eager_fallback:
-        parts += ["**Eager fallback**", "", rule.eager_fallback, ""]
-    parts += ["**Verify**", "", "```sh", rule.verify_command(), "```"]
-    if rule.references:
-        parts += ["", "References: " + ", ".join(f"<{r}>" for r in rule.references)]
-    return "\n".join(parts)
+    """The rule as `denpex explain` renders it, in its short form."""
+    return render.rule_markdown(rule, message=message, full=False)
 
 
 def fallback_markdown(code: str, rule_id: str, message: str) -> str:
