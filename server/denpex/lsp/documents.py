@@ -60,6 +60,7 @@ class DocState:
     log_findings: list[dict[str, Any]] = field(default_factory=list)  # log documents
     log_diagnosis: dict[str, Any] | None = None
     pending: asyncio.Task[None] | None = None
+    notebook: str | None = None  # a notebook cell: the notebook's URI (see lsp/notebooks.py)
 
 
 class DocumentStore:

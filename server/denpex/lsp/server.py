@@ -18,6 +18,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
 from denpex import __version__
+from denpex.lsp import notebooks
 from denpex.lsp.diagnostics import for_client
 from denpex.lsp.documents import DocState, Kind, path_of
 from denpex.lsp.service import DocumentService
@@ -26,7 +27,7 @@ from denpex.lsp.service import DocumentService
 class DenpexLanguageServer(LanguageServer):
     def __init__(self, protocol_cls: type[LanguageServerProtocol]) -> None:
         super().__init__("denpex", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-                         protocol_cls=protocol_cls)
+                         notebook_document_sync=notebooks.SYNC_OPTIONS, protocol_cls=protocol_cls)
         self.service = DocumentService(self, self.text_document)
         self._background: set[asyncio.Future[None]] = set()
 

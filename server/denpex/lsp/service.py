@@ -20,6 +20,8 @@ from denpex.lsp.analysis import Analyzer
 from denpex.lsp.capabilities import ClientCaps
 from denpex.lsp.diagnostics import to_diagnostic
 from denpex.lsp.documents import DocState, DocumentStore, Kind, path_of
+from denpex.lsp.notebooks import NotebookStore
+from denpex.lsp.notebooks import analyse as analyse_notebook
 from denpex.lsp.paths import PathIndex
 from denpex.lsp.settings import Settings, SettingsStore
 from denpex.rulebook import Rule, RuleBook, load_rulebook
@@ -46,6 +48,7 @@ class DocumentService:
         self.caps = ClientCaps()
         self.settings = SettingsStore(self._book_or_builtin)
         self.documents = DocumentStore()
+        self.notebooks = NotebookStore()
         self.paths = PathIndex()
         self.analyzer = Analyzer(log.log_warning)
         self.generation = 0  # bumped on every settings change
@@ -111,6 +114,9 @@ class DocumentService:
 
     def analyse(self, st: DocState) -> None:
         """Bring `st` up to date with its document (synchronously)."""
+        if st.notebook is not None:  # a notebook cell: the notebook's code cells are analysed as one program
+            analyse_notebook(self, st.notebook, self._log.log_warning, self._log.log_exception)
+            return
         doc = self.text_document(st.uri)
         if doc is None:
             return

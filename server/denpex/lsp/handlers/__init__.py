@@ -24,6 +24,10 @@ from denpex.lsp.handlers import (
     hover,
     initialize,
     initialized,
+    notebook_did_change,
+    notebook_did_close,
+    notebook_did_open,
+    notebook_did_save,
     shutdown,
 )
 
@@ -49,6 +53,10 @@ ROUTES: tuple[Route, ...] = (
     Route(hover.METHOD, hover.handle),
     Route(code_action.METHOD, code_action.handle, code_action.OPTIONS),
     Route(code_action_resolve.METHOD, code_action_resolve.handle),
+    Route(notebook_did_open.METHOD, notebook_did_open.handle),
+    Route(notebook_did_change.METHOD, notebook_did_change.handle),
+    Route(notebook_did_save.METHOD, notebook_did_save.handle),
+    Route(notebook_did_close.METHOD, notebook_did_close.handle),
 )
 
 COMMANDS = execute_command.COMMANDS

@@ -29,7 +29,8 @@ def handle(ls: DenpexLanguageServer, params: types.DocumentDiagnosticParams) -> 
     if st is None or doc is None:
         return types.RelatedFullDocumentDiagnosticReport(items=for_client(tb, svc.caps))
     svc.ensure_current(st)
-    result_id = f"{doc.version}:{svc.generation}:{svc.traceback_generation}"
+    result_id = (f"{doc.version}:{svc.generation}:{svc.traceback_generation}"
+                 f":{svc.notebooks.generation(uri, svc.documents.docs)}")  # a cell changes with its notebook
     if params.previous_result_id == result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
     return types.RelatedFullDocumentDiagnosticReport(
