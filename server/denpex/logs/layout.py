@@ -67,7 +67,7 @@ def _walk(root: Path) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(root, onerror=None, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         base = Path(dirpath)
-        if (base / "manifest.json").is_file() and (base / "output.log").is_file():
+        if "manifest.json" in filenames and "output.log" in filenames:
             out.append(base / "output.log")  # a denpex bundle: its other files are no log
             dirnames[:] = []
             continue

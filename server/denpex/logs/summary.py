@@ -37,10 +37,11 @@ from denpex.logs.timestamps import last_stamp
 from denpex.rulebook import RuleBook
 
 SUMMARY = "denpex.file-summary/1"
-_RANK_PREFIX = re.compile(r"^\[rank(\d{1,6})\]:", re.M)
+_RANK_PREFIX = re.compile(rb"^\[rank(\d{1,6})\]:", re.M)
 LOOKBACK = 1 << 20  # bytes before a range that its context window starts with
 MIN_RANGE = 48 << 20  # smaller ranges cost more in starting a worker than they save
 MAX_FINDINGS = 400  # per file in a summary; the first ones by line
+COLLATERAL_CONTEXT = 20  # lines kept before a first collateral or launcher report
 
 
 class FileCollector(_Collector):
@@ -66,7 +67,15 @@ class FileCollector(_Collector):
             if entry is not None:
                 self.table.append(entry)
         before_t, before_e = len(self.timed_out_seq), dict(self.last_enqueued)
+        known = len(self.contexts)
         super().on_hit(lh, window, start)
+        if len(self.contexts) != known and not any(h.signature.role == "initiating" for h in lh.hits):
+            # a watchdog or launcher line has no traceback of its own: a short context serves it, and
+            # spares the frame walk over 200 lines in each of a thousand ranks' files
+            for hit in lh.hits:
+                f0 = self.first_by_rule_role.get((hit.signature.rule_id, hit.signature.role))
+                if f0 is not None and f0.line == lh.line and id(f0) in self.contexts:
+                    self.contexts[id(f0)] = self.contexts[id(f0)][-COLLATERAL_CONTEXT:]
         w = writer_name(lh.who.rank, lh.who.local_rank, lh.who.node)
         if w is None:
             return
@@ -272,8 +281,7 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
         head = data[:65536]
     else:
         try:
-            with open(src.path, "rb") as fh:
-                head = fh.read(65536)
+            fh = open(src.path, "rb")  # noqa: SIM115 - closed below
         except FileNotFoundError:
             raise DenpexError(f"{src.display}: no such file") from None
         except PermissionError:
@@ -282,17 +290,34 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
             raise DenpexError(f"{src.display}: is a directory") from None
         except OSError as exc:
             raise DenpexError(f"{src.display}: cannot read: {exc.strerror or exc}") from None
-        spans = split_points(src.path, ranges) if ranges > 1 else [(0, os.path.getsize(src.path))]
-        if len(spans) > 1 and pool is not None:
-            futures = [pool.submit(scan_range, src.path, a, b, book, context, base) for a, b in spans[1:]]
-            parts = [scan_range(src.path, *spans[0], book, context, base)]
-            parts += [f.result() for f in futures]
-        else:
-            parts = [scan_range(src.path, a, b, book, context, base) for a, b in spans]
-        c = join_ranges(parts) if len(parts) > 1 else parts[0]
+        with fh:
+            try:
+                size = os.fstat(fh.fileno()).st_size
+                head = fh.read(65536)
+                fh.seek(0)
+            except OSError as exc:
+                raise DenpexError(f"{src.display}: cannot read: {exc.strerror or exc}") from None
+            spans = split_points(src.path, ranges) if ranges > 1 else [(0, size)]
+            if len(spans) == 1:
+                # one pass over the handle already open (a folder of a thousand files pays per open)
+                matcher = matcher_for(book)
+                c = FileCollector(matcher, context, base)
+                try:
+                    for _lh in iter_line_hits(fh, matcher, c.stats, c.on_hit):
+                        pass
+                except OSError as exc:
+                    raise DenpexError(f"{src.display}: read failed: {exc.strerror or exc}") from None
+        if len(spans) > 1:
+            if pool is not None:
+                futures = [pool.submit(scan_range, src.path, a, b, book, context, base) for a, b in spans[1:]]
+                parts = [scan_range(src.path, *spans[0], book, context, base)]
+                parts += [f.result() for f in futures]
+            else:
+                parts = [scan_range(src.path, a, b, book, context, base) for a, b in spans]
+            c = join_ranges(parts)
     # the worker's own c10d [rankN]: prefixes map its local rank to the global one (also on lines no
     # rule names, so the file's first 64 KiB are read for them)
-    c.line_ranks.update(int(r) for r in _RANK_PREFIX.findall(head.decode("utf-8", "replace")))
+    c.line_ranks.update(int(r) for r in _RANK_PREFIX.findall(head[:8192]))
     d = diagnose_collector(c, context, src.display, head)
     return to_summary(src, d, c, epoch), d
 

@@ -1,0 +1,220 @@
+"""`denpex diagnose` against the seeds' evidence grep on a 1 GiB log and a 1,000-file job folder.
+
+    python bench/bench_evidence_grep.py --data-dir /tmp/denpex-bench     # 1 GiB each (needs ~2.2 GB)
+    python bench/bench_evidence_grep.py --size-mb 128 --ranks 200        # a quick look
+
+The peer is the grep a person runs first on a failed job (issue 12, section 6):
+``rg -n -i 'error|exception|timeout|failed' PATH``. Both run as subprocesses in the same run,
+alternating, best of N, after one untimed run each (page cache, .pyc files); denpex uses all the
+usable cores (``--jobs`` default). Peak memory is measured two ways: the largest single process
+(``ru_maxrss`` from os.wait4) and the whole process tree (the sum of VmRSS of the process and its
+workers, sampled every 10 ms). A wrong verdict voids the run. Figures go to
+bench/out/evidence_grep.json; targets: denpex time <= the peer's, tree RSS <= 200 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_diagnose import _load, denpex_cmd, ensure_log, warm  # noqa: E402
+from gen_folder import GENERATOR_VERSION as FOLDER_VERSION  # noqa: E402
+from gen_folder import ExpectedFolder, generate  # noqa: E402
+
+PEER = ["-n", "-i", "error|exception|timeout|failed"]
+TARGET_RATIO = 1.0
+TARGET_RSS_MB = 200.0
+
+
+def _tree_rss_kib(root: int) -> int:
+    """Sum of VmRSS over root and its descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(stat[1]), []).append(int(name))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:
+            pass
+    return total
+
+
+def timed(cmd: list[str], ok: tuple[int, ...]) -> dict[str, Any]:
+    """Run cmd; wall seconds, largest process RSS, sampled tree RSS, stdout."""
+    peak = [0]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                peak[0] = max(peak[0], _tree_rss_kib(p.pid))
+                stop.wait(0.01)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        _pid, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        stop.set()
+        th.join()
+        p.returncode = code = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if code not in ok:
+        raise SystemExit(f"{cmd[0]} exited {code}: {stderr.decode(errors='replace')[-2000:]}")
+    return {"wall": wall, "maxrss_mb": ru.ru_maxrss / 1024, "tree_mb": peak[0] / 1024, "stdout": stdout}
+
+
+def ensure_folder(root: Path, ranks: int, size_mb: float, seed: int) -> ExpectedFolder:
+    meta = root.with_name(root.name + ".expected.json")
+    if meta.exists():
+        try:
+            m = json.loads(meta.read_text())
+            if m.get("generator_version") == FOLDER_VERSION and m.get("ranks") == ranks and \
+                    abs(m.get("bytes", 0) - size_mb * (1 << 20)) < size_mb * (1 << 20) * 0.02:
+                return ExpectedFolder(**m)
+        except (ValueError, TypeError):
+            pass
+    if root.exists():
+        shutil.rmtree(root)
+    print(f"generating {root} ({ranks} ranks, {size_mb:g} MiB) ...", file=sys.stderr, flush=True)
+    exp = generate(root, ranks, int(size_mb * (1 << 20)), seed)
+    meta.write_text(json.dumps(asdict(exp), indent=1))
+    return exp
+
+
+def check(doc: dict[str, Any], rule: str, rank: int, line: int, file: str | None) -> list[str]:
+    v = doc.get("verdict") or {}
+    errs = []
+    for key, want in (("rule", rule), ("rank", rank), ("line", line)):
+        if v.get(key) != want:
+            errs.append(f"{key} {v.get(key)!r} != {want!r}")
+    if file is not None and v.get("file") != file:
+        errs.append(f"file {v.get('file')!r} != {file!r}")
+    return errs
+
+
+def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file: str | None) -> dict[str, Any]:
+    peer = [rg, *PEER, path]
+    dx = [*denpex_cmd(), "diagnose", path, "--format", "json"]
+    timed(peer, (0, 1))
+    timed(dx, (0, 1))
+    rows: dict[str, list[dict[str, Any]]] = {"peer": [], "denpex": []}
+    errors: list[str] = []
+    doc: dict[str, Any] = {}
+    for _ in range(repeat):
+        rows["peer"].append(timed(peer, (0, 1)))
+        r = timed(dx, (0, 1))
+        rows["denpex"].append(r)
+        doc = json.loads(r["stdout"])
+        errors = check(doc, rule, rank, line, file)
+        if errors:
+            break
+    best = {k: min(x["wall"] for x in v) for k, v in rows.items()}
+    v = doc.get("verdict") or {}
+    return {
+        "path": path,
+        "peer": {"cmd": peer, "runs_s": [round(x["wall"], 3) for x in rows["peer"]], "best_s": round(best["peer"], 3),
+                 "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["peer"]), 1),
+                 "tree_mb": round(max(x["tree_mb"] for x in rows["peer"]), 1)},
+        "denpex": {"cmd": dx, "runs_s": [round(x["wall"], 3) for x in rows["denpex"]],
+                   "best_s": round(best["denpex"], 3),
+                   "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["denpex"]), 1),
+                   "tree_mb": round(max(x["tree_mb"] for x in rows["denpex"]), 1),
+                   "verdict": {k: v.get(k) for k in ("rule", "rank", "line", "file", "ordered_by")}},
+        "ratio": round(best["denpex"] / best["peer"], 2),
+        "errors": errors,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=float, default=1024.0, help="size of the log and of the folder (MiB)")
+    ap.add_argument("--ranks", type=int, default=1000, help="per-rank files in the folder (default 1000)")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rg", default=None)
+    ap.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "denpex-bench")
+    ap.add_argument("--out", type=Path, default=HERE / "out" / "evidence_grep.json")
+    ap.add_argument("--only", choices=("file", "folder"), default=None)
+    args = ap.parse_args(argv)
+    rg = args.rg or shutil.which("rg")
+    if not rg:
+        raise SystemExit("ripgrep not found: apt-get install ripgrep, or pass --rg")
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    load_before = _load()
+    results: dict[str, Any] = {}
+    if args.only in (None, "file"):
+        exp = ensure_log(args.size_mb, args.seed, args.data_dir)
+        warm(Path(exp.path))
+        results["file"] = duel(exp.path, rg, args.repeat, exp.rule, exp.rank, exp.line, None)
+        results["file"]["input"] = {"mib": round(exp.bytes / (1 << 20), 1), "lines": exp.lines, "ranks": exp.ranks}
+    if args.only in (None, "folder"):
+        root = args.data_dir / f"job-{args.ranks}r-{args.size_mb:g}mb"
+        fexp = ensure_folder(root, args.ranks, args.size_mb, args.seed)
+        for f in sorted(root.rglob("*.log")):
+            warm(f)
+        results["folder"] = duel(str(root), rg, args.repeat, fexp.rule, fexp.rank, fexp.line, fexp.file)
+        results["folder"]["input"] = {"mib": round(fexp.bytes / (1 << 20), 1), "files": fexp.files,
+                                      "ranks": fexp.ranks}
+    load_after = _load()
+    ok = all(not r["errors"] for r in results.values())
+    doc = {
+        "schema": "denpex.bench.evidence-grep/1",
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": {"platform": platform.platform(), "python": platform.python_version(), **load_before},
+        "load_after": load_after,
+        "results": results,
+        "valid": ok,
+        "targets": {"ratio_max": TARGET_RATIO, "tree_rss_mb_max": TARGET_RSS_MB},
+        "meets_targets": ok and all(r["ratio"] <= TARGET_RATIO and r["denpex"]["tree_mb"] <= TARGET_RSS_MB
+                                    for r in results.values()),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"load     before {load_before['loadavg']}  after {load_after['loadavg']}  ({load_before['cpus']} CPUs)")
+    for name, r in results.items():
+        print(f"{name:7} {r['input']}")
+        for who in ("peer", "denpex"):
+            x = r[who]
+            print(f"  {who:7} best {x['best_s']:6.3f} s  runs {x['runs_s']}  max process RSS {x['maxrss_mb']:.0f} MB"
+                  f"  tree RSS {x['tree_mb']:.0f} MB")
+        print(f"  ratio   {r['ratio']:.2f}x the peer (target <= {TARGET_RATIO:g})  verdict {r['denpex']['verdict']}")
+        if r["errors"]:
+            print("  VOID: " + "; ".join(r["errors"]))
+    print(f"written  {args.out}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
