@@ -30,6 +30,8 @@ SCHEMA = "denpex.diagnosis/1"
 FRAME_LOOKBACK = 200
 MAX_CONTEXTS = 256
 EVENT_LINES = 3  # lines after a report that still belong to the same event (a wrapper's detail lines)
+EVENT_SPAN = 400  # lines after a verdict in which its own later reports (the exception after a device assert) are looked for
+_GRAPH_FRAME = re.compile(r'(?:torch/cuda/graphs\.py|torch/_inductor/cudagraph_trees\.py)", line \d+, in (\w+)')
 
 _SEQ_TIMEOUT = re.compile(r"SeqNum=(\d+)")
 _LAST_ENQ = re.compile(r"[Ll]ast enqueued (?:NCCL )?work: (\d+)")
@@ -50,6 +52,7 @@ class Finding:
     entry: CodeEntry | None = None  # the status code a table rule's signature named
     generic: bool = False  # from a broad family rule: a specific rule on the same line wins
     wrapper: bool = False  # wraps the real message, which the next lines of the event carry
+    wrapped_by: Finding | None = None  # the wrapper line this report is the detail of
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -186,6 +189,7 @@ class _Collector:
         self._root_cause_pending = False
         self._root_cause_line = 0
         self.phase_marks: list[tuple[int, str, str | None]] = []  # framework phase lines, in log order
+        self.graph_frames: list[tuple[int, str, str]] = []  # (line, function, phase) of torch graph frames
 
     def on_hit(self, lh: LineHit, window: Window, start: int) -> None:
         text = lh.text
@@ -205,6 +209,12 @@ class _Collector:
             if m and lh.line - self._root_cause_line < 10:
                 self.root_cause_ranks.append(int(m.group(1)))
                 self._root_cause_pending = False
+        if "graph" in text and '", line ' in text:
+            m = _GRAPH_FRAME.search(text)
+            if m is not None and len(self.graph_frames) < MAX_CONTEXTS:
+                where = phase.frame_phase(m.group(1))
+                if where is not None:
+                    self.graph_frames.append((lh.line, m.group(1), where))
         if "aptur" in text:  # cheap guard before the phase-line literals
             mark = phase.phase_line(text)
             if mark is not None and (not self.phase_marks or self.phase_marks[-1][0] != lh.line):
@@ -302,7 +312,9 @@ def diagnose_path(
 
 def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: bytes) -> Diagnosis:
     book = c.book
-    findings = _specific_first(sorted(c.findings.values(), key=lambda f: (f.line, f.generic, -f.span, f.rule)))
+    promoted: list[Finding] = []
+    findings = _specific_first(sorted(c.findings.values(), key=lambda f: (f.line, f.generic, -f.span, f.rule)),
+                               promoted)
     diag = Diagnosis(None, findings, stats, context_n, source)
     if stats.binary_bytes > 64:
         diag.warnings.append(
@@ -311,7 +323,10 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
         )
     if stats.truncated_last_line:
         diag.warnings.append("the input ends mid-line (truncated or still being written)")
-    initiating = [f for f in findings if f.role == "initiating"]
+    # a specific report that a broad initiating line stood for (the what() after 'terminate called ...')
+    # competes as an initiating report of that event
+    initiating = sorted([f for f in findings if f.role == "initiating"] + promoted,
+                        key=lambda f: (f.line, f.generic, -f.span, f.rule))
     collateral = [f for f in findings if f.role == "collateral"]
     context_f = [f for f in findings if f.role == "context"]
 
@@ -319,6 +334,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
     if initiating:
         first, wrapped = _unwrap(initiating[0], findings)
         verdict = _verdict_for(c, book, first, "high" if first.role == "initiating" else "low")
+        wrapped = wrapped or first.wrapped_by
         if wrapped is not None:
             verdict.notes.append(
                 f"line {wrapped.line} ({wrapped.rule}) only wraps this message; the line after it names the failure."
@@ -384,7 +400,8 @@ def _verdict_for(c: _Collector, book: RuleBook, f: Finding, confidence: str) -> 
     lines = c.contexts.get(id(f), [])
     frames = frames_before([*lines, (f.line, f.text)], f.who.rank, f.who.local_rank) if lines else []
     v = Verdict(rule, f, confidence, lines, frames, [])
-    v.phase = phase.from_frames(frames) or phase.from_lines(c.phase_marks, f.line)
+    v.phase = (phase.from_frames(frames) or _phase_later_in_event(c, f)
+               or phase.from_lines(c.phase_marks, f.line) or _implied_phase(book, rule))
     refined = _refine(book, rule, frames, lines, v.phase)
     if refined is not None:
         v.via = rule.id
@@ -428,6 +445,28 @@ def _refine(book: RuleBook, parent: Rule, frames: list[Frame],
     return best
 
 
+def _phase_later_in_event(c: _Collector, f: Finding) -> phase.PhaseEvidence | None:
+    """A graph frame (torch/cuda/graphs.py replay, capture_end, __exit__) in a traceback of the same event
+    after the verdict line: the 'CUDA error' report of a device assert printed before it, or the chained
+    capture_end traceback after a failing call inside a capture."""
+    end = f.line
+    for g in c.findings.values():
+        if f.line < g.line <= f.line + EVENT_SPAN and (g.rule == f.rule or g.role == "collateral"):
+            if g.who.key() == f.who.key() or g.who.rank is None:
+                end = max(end, g.line)
+    for line, name, where in c.graph_frames:
+        if f.line < line <= end:
+            return phase.PhaseEvidence(where, f"frame {name} in graphs.py (line {line}, the same event's traceback)", line)
+    return None
+
+
+def _implied_phase(book: RuleBook, rule: Rule) -> phase.PhaseEvidence | None:
+    for r in (rule, *(p for p in (book.get(x) for x in rule.refine_parents) if p is not None)):
+        if r.implies_phase:
+            return phase.PhaseEvidence(r.implies_phase, f"{r.id} is raised only during {r.implies_phase}")
+    return None
+
+
 def _asynchronous(v: Verdict) -> bool:
     """A table rule is asynchronous only for the codes of kernel faults; others follow the rule."""
     entry = v.finding.entry
@@ -436,7 +475,7 @@ def _asynchronous(v: Verdict) -> bool:
     return v.rule.asynchronous
 
 
-def _specific_first(findings: list[Finding]) -> list[Finding]:
+def _specific_first(findings: list[Finding], promoted: list[Finding] | None = None) -> list[Finding]:
     """Drop a broad family's finding where a specific rule names the same event: on the same line, or
     within the next EVENT_LINES lines of the same writer (PyTorch's 'NCCL error in: ...' is followed by
     'Last error:' and NCCL's own text, which a specific rule may know). Generic tables of CUDA, cuBLAS or
@@ -456,14 +495,24 @@ def _specific_first(findings: list[Finding]) -> list[Finding]:
         for later in range(f.line + 1, f.line + EVENT_LINES + 1):
             if mates:
                 break
-            mates = [m for m in by_line.get(later, ()) if m.who.key() == key and m.role != "context"]
+            # an unprefixed wrapper line ("terminate called ...") and its detail line ("what(): [Rank 0] ...")
+            # are one writer even though only the second names a rank
+            mates = [m for m in by_line.get(later, ())
+                     if m.role != "context" and (m.who.key() == key or (f.wrapper and _unattributed(f)))]
         if not mates:
             out.append(f)
             continue
         for m in mates[:1]:
             if m.entry is None and f.entry is not None:
                 m.entry = f.entry
+            if promoted is not None and f.wrapper and f.role == "initiating" and m.role != "initiating" and m not in promoted:
+                promoted.append(m)
+                m.wrapped_by = f
     return out
+
+
+def _unattributed(f: Finding) -> bool:
+    return f.who.rank is None and f.who.local_rank is None and f.who.process is None
 
 
 def _unwrap(first: Finding, findings: list[Finding]) -> tuple[Finding, Finding | None]:
@@ -500,10 +549,8 @@ def _apply_hints(v: Verdict) -> None:
 def _explain_phase(v: Verdict) -> None:
     """Say whether the verdict is a CUDA-graph bug, and what capture changes when it happened there."""
     _apply_hints(v)
-    if v.phase is not None:
-        v.notes.insert(0, f"Phase: {v.phase.phase} ({v.phase.evidence}).")
-        if v.phase.phase == "capture" and v.rule.in_capture:
-            v.notes.insert(1, "During capture: " + v.rule.in_capture)
+    if v.phase is not None and v.phase.phase == "capture" and v.rule.in_capture:
+        v.notes.insert(0, "During capture: " + v.rule.in_capture)
     related = v.graph_related
     if related == "no":
         v.notes.insert(0, "Adjacent failure: this is not a CUDA-graph bug; its own fix is below.")

@@ -35,6 +35,8 @@ PHASE_ANCHORS: tuple[str, ...] = (
     "Graph capturing finished in",  # vLLM, both
     "Capture cuda graph begin",  # SGLang
     "Capture cuda graph end",  # SGLang
+    'graphs.py", line ',  # frames of torch/cuda/graphs.py (replay, capture_end) in a traceback
+    'cudagraph_trees.py", line ',
 )
 
 REGEX_TIMEOUT_S = 0.05  # a pathological line cannot stall a scan

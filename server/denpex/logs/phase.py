@@ -54,6 +54,16 @@ def from_frames(frames: list[Frame]) -> PhaseEvidence | None:
     return None
 
 
+def frame_phase(function: str) -> Phase | None:
+    """The phase a frame of torch/cuda/graphs.py or cudagraph_trees.py with this function name is in."""
+    if function in ("capture_begin", "capture_end", "__enter__", "__exit__", "make_graphed_callables", "_record",
+                    "record_function"):
+        return "capture"
+    if function in ("replay", "run_graph", "_run", "run_first_inputs"):
+        return "replay"
+    return None
+
+
 def phase_line(text: str) -> tuple[str, Phase | None] | None:
     for literal, phase in PHASE_LINES:
         if literal in text:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from denpex.logs.diagnose import Diagnosis, Finding, _fold
+from denpex.logs.diagnose import Diagnosis, Finding, Verdict, _fold
 
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "bold": "1", "dim": "2", "cyan": "36"}
 
@@ -21,6 +21,27 @@ def render_json(d: Diagnosis) -> str:
 def _who(f: Finding) -> str:
     label = f.who.label()
     return f"{label} [{'; '.join(f.who.evidence)}]" if f.who.evidence else label
+
+
+_RELATED = {
+    "yes": "CUDA-graph failure",
+    "no": "adjacent failure (not a CUDA-graph bug)",
+    "depends": "adjacent failure unless in a capture or replay",
+}
+
+
+def _status_lines(v: Verdict) -> list[str]:
+    """The status code the line named, the phase, and whether it is a CUDA-graph failure."""
+    out = []
+    e = v.finding.entry
+    if e is not None:
+        meaning = f" — {e.meaning}" if e.meaning else ""
+        out.append(f"code: {e.label()}{meaning}")
+    if v.phase is not None:
+        out.append(f"phase: {v.phase.phase} ({v.phase.evidence})")
+    if v.graph_related != "yes" or v.rule.graph_related != "yes":
+        out.append(f"kind: {_RELATED.get(v.graph_related, v.graph_related)}")
+    return out
 
 
 def render_text(d: Diagnosis, colour: bool = False, context_lines: int = 8) -> str:
@@ -39,6 +60,8 @@ def render_text(d: Diagnosis, colour: bool = False, context_lines: int = 8) -> s
     if v.via:
         out.append(f"  (refined from {v.via} by the failing source line)")
     out.append(f"  {_c('>', 'bold', colour)} {f.text.strip()[:300]}")
+    for line in _status_lines(v):
+        out.append(f"  {line}")
     user_frames = [fr for fr in v.frames if not fr.is_library]
     if user_frames:
         out.append("  where:")
@@ -94,6 +117,9 @@ def render_markdown(d: Diagnosis) -> str:
     out.append(f"`{v.rule.id}` ({v.rule.code}) · first failure at **line {f.line}** · "
                f"**{f.who.label()}** · confidence **{v.confidence}**\n")
     out.append(f"```\n{f.text.strip()[:500]}\n```\n")
+    for line in _status_lines(v):
+        out.append(f"- {line}")
+    out.append("")
     user_frames = [fr for fr in v.frames if not fr.is_library]
     if user_frames:
         out.append("**Where:**\n")

@@ -210,6 +210,8 @@ def join_ranges(parts: list[FileCollector]) -> FileCollector:
             first.timed_out_seq.setdefault(r, seq)
         first.last_enqueued.update(p.last_enqueued)
         first.root_cause_ranks += p.root_cause_ranks
+        first.phase_marks += [(n + shift, lit, ph) for n, lit, ph in p.phase_marks]
+        first.graph_frames += [(n + shift, fn, ph) for n, fn, ph in p.graph_frames]
         first.table += p.table
         first.line_ranks.update(p.line_ranks)
         for w, seq in p.writer_timeout.items():
