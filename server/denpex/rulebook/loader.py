@@ -153,6 +153,7 @@ def parse_rule(data: Mapping[str, Any], path: str, *, validate: bool = True) -> 
         generic=bool(data.get("generic", False)),
         codes=tuple(_code_entry(c) for c in log.get("codes", ())),
         hints=tuple(_hint(h, path, i) for i, h in enumerate(data.get("hints", ()))),
+        implies_phase=data.get("implies_phase"),
     )
 
 

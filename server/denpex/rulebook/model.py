@@ -96,6 +96,7 @@ class Rule:
     generic: bool = False  # a broad family: a specific rule on the same line wins
     codes: tuple[CodeEntry, ...] = ()
     hints: tuple[Hint, ...] = ()
+    implies_phase: str | None = None  # the error is raised only in this phase
     verified_on: tuple[dict[str, str], ...] = field(default=())
 
     @property
