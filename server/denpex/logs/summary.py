@@ -210,6 +210,12 @@ def join_ranges(parts: list[FileCollector]) -> FileCollector:
             first.timed_out_seq.setdefault(r, seq)
         first.last_enqueued.update(p.last_enqueued)
         first.root_cause_ranks += p.root_cause_ranks
+        # facts the decision reads by line (framework phase lines, torch graph frames)
+        for name in ("phase_marks", "graph_frames"):
+            mine, theirs = getattr(first, name, None), getattr(p, name, None)
+            if isinstance(mine, list) and isinstance(theirs, list):
+                mine.extend((ln + shift, *rest) for ln, *rest in theirs)
+                del mine[256:]
         first.phase_marks += [(n + shift, lit, ph) for n, lit, ph in p.phase_marks]
         first.graph_frames += [(n + shift, fn, ph) for n, fn, ph in p.graph_frames]
         first.table += p.table
