@@ -53,11 +53,15 @@ class Window:
         self.cur = b""
         self.cur_first_line = 1
         self.cur_end = 0
+        self.known: tuple[int, int] = (-1, 0)  # (byte, line) of the line being reported: no recount
 
     def lines_before(self, cur_pos: int, n: int) -> list[tuple[int, str]]:
         """Up to n (line number, text) pairs ending before byte cur_pos of the current chunk."""
         out: list[tuple[int, str]] = []
-        line_no = self.cur_first_line + self.cur.count(b"\n", 0, cur_pos)
+        if self.known[0] == cur_pos:
+            line_no = self.known[1]
+        else:
+            line_no = self.cur_first_line + self.cur.count(b"\n", 0, cur_pos)
         for buf, end in ((self.cur, cur_pos), (self.prev, self.prev_end)):
             if buf is self.prev:
                 line_no = self.cur_first_line
@@ -146,6 +150,7 @@ def iter_line_hits(
             counted_to = start
             next_line_start = end + 1
             stats.candidates += 1
+            window.known = (start, line_no)
             yield from _check_line(buf, start, end, line_no, matcher, window, on_context)
         newlines = (line_no - line_base) + buf.count(b"\n", counted_to, cut)
         stats.lines += newlines
