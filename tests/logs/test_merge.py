@@ -135,3 +135,22 @@ def test_worker_processes_give_the_inline_result(tmp_path: Path, monkeypatch: py
     assert a["verdict"] == b["verdict"] and a["verdict"]["rank"] == 5
     assert [s["lines"] for s in inline] == [s["lines"] for s in pooled]
     assert [s["verdict"] for s in inline] == [s["verdict"] for s in pooled]
+
+
+def test_single_node_guess_of_one_machine_does_not_survive_the_merge(tmp_path: Path) -> None:
+    # two nodes' --log-dir folders without [rankN] prefixes or a failure table: each alone looks like
+    # a single node (global = local), together they are not, and the merge must not keep the guess
+    fb.torchrun_single_node(tmp_path / "a", fail=2)
+    for lr in range(4):  # the second node only timed out
+        d = tmp_path / "b" / "none_zz" / "attempt_0" / str(lr)
+        fb.write(d / "stderr.log", fb.progress("", "08:15:01") + fb.watchdog(lr, "08:15:33", 7, 7, prefix=False))
+    one = _json(denpex("diagnose", str(tmp_path / "a"), "--format", "json"))
+    assert one["verdict"]["rank"] == 2
+    (tmp_path / "a.json").write_text(json.dumps(one))
+    (tmp_path / "b.json").write_bytes(denpex("diagnose", str(tmp_path / "b"), "--format", "json").stdout)
+    merged = _json(denpex("merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", "json"))
+    v = merged["verdict"]
+    assert v["file"].endswith("a/none_k2j4x9qz/attempt_0/2/stderr.log")
+    assert v["rank"] is None and v["local_rank"] == 2
+    whole = _json(denpex("diagnose", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "json"))
+    assert whole["verdict"] == v

@@ -11,6 +11,7 @@ causal role (an initiating error before collateral) and then by rank.
 
 from __future__ import annotations
 
+import copy
 import socket
 from collections import Counter
 from typing import Any
@@ -49,12 +50,15 @@ def merge_summaries(summaries: list[dict[str, Any]], inputs: list[str],
                     warnings: list[str] | None = None) -> dict[str, Any]:
     """One diagnosis document for a job from its file summaries."""
     seen: set[tuple[Any, ...]] = set()
-    files: list[dict[str, Any]] = []
+    raw: list[dict[str, Any]] = []
     for s in sorted(summaries, key=_canon):
         key = (*_canon(s), s.get("bytes"))
         if key not in seen:
             seen.add(key)
-            files.append(s)
+            raw.append(s)
+    # ranks are mapped on copies: a mapping one machine's files allow (a single node) may not hold for
+    # the job, so the summaries written out keep what their files said and each merge decides again
+    files = copy.deepcopy(raw)
     notes_job: list[str] = []
     _map_ranks(files, notes_job)
     warn = list(warnings or []) + [w for s in files for w in s.get("warnings", [])]
@@ -71,7 +75,7 @@ def merge_summaries(summaries: list[dict[str, Any]], inputs: list[str],
         "warnings": warn,
         "verdict": verdict,
         "findings": findings,
-        "files": files,
+        "files": raw,
     }
     return doc
 
@@ -174,7 +178,8 @@ def _decide(files: list[dict[str, Any]], job_notes: list[str]) -> dict[str, Any]
         if len(v["alternatives"]) >= 16:
             break
     if len(files) > 1:
-        v["notes"].insert(0, f"{len(files)} files read; first failure in {v['file']} (ordered by {how}).")
+        order = "no other file has one" if how == "the only candidate" else f"ordered by {how}"
+        v["notes"].insert(0, f"{len(files)} files read; first failure in {v['file']} ({order}).")
     if first.get("role") != "initiating":
         _suspect(v, files)
     collateral = Counter(
