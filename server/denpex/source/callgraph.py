@@ -15,6 +15,7 @@ from tree_sitter import Node
 
 from denpex.source.index import ClassInfo, FileIndex, FuncInfo, positional
 from denpex.source.parse import run_query, strip_parens
+from denpex.source.values import FilesWith, Func, Inst, Lib, Seq, Value, Values
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,12 @@ class Resolver:
     lookup_module: ModuleLookup
     # (path, name) -> another file of the workspace may import `name` from `path` (and use it there)
     imported_elsewhere: Callable[[str, str], bool] | None = None
+    files_with: FilesWith | None = None  # the workspace files whose text has a word (call sites elsewhere)
     _calls_cache: dict[str, list[Node]] = field(default_factory=dict)
+    values: Values = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.values = Values(self.lookup_module, self.files_with)
 
     # ---- entry points ------------------------------------------------------------------------------------
     def resolve_call(self, ix: FileIndex, call: Node, env: Env) -> list[Target]:
@@ -74,17 +80,96 @@ class Resolver:
         if depth > 4:
             return []
         expr = strip_parens(expr)
+        found: list[Target] = []
         if expr.type == "identifier":
-            return self._resolve_name(ix, expr, env, depth)
-        if expr.type == "attribute":
-            return self._resolve_attribute(ix, expr, env, depth)
-        if expr.type == "call":
+            found = self._resolve_name(ix, expr, env, depth)
+        elif expr.type == "attribute":
+            found = self._resolve_attribute(ix, expr, env, depth)
+        elif expr.type == "call":
             f = expr.child_by_field_name("function")
             if f is not None and (ix.qualname(f) or "").endswith("partial"):
                 pos = positional(expr)
                 if pos:
-                    return self.resolve_callable(ix, pos[0], env, depth + 1)
-        return []
+                    found = self.resolve_callable(ix, pos[0], env, depth + 1)
+        if found or expr.type not in ("identifier", "attribute", "subscript", "call"):
+            return found
+        return self.targets_of(self.values_of(ix, expr, env), ix.text(expr))
+
+    # ---- through values (values.py): instances, containers, factories, parameters from call sites -------
+    def values_of(self, ix: FileIndex, expr: Node, env: Env) -> list[Value]:
+        """The values of `expr` in an activation whose parameters `env` binds."""
+        expr = strip_parens(expr)
+        if expr.type == "identifier":
+            bound = env.get(ix.text(expr))
+            if bound is not None:
+                return self.values_of(bound.ix, bound.node, bound.env)
+        elif expr.type == "attribute":
+            obj = expr.child_by_field_name("object")
+            attr = expr.child_by_field_name("attribute")
+            if obj is not None and attr is not None and env.params:
+                return self.values.attribute(ix, self.values_of(ix, obj, env), ix.text(attr), 0, obj)
+        return self.values.of(ix, expr)
+
+    def targets_of(self, vals: list[Value], label: str) -> list[Target]:
+        """The functions calling each value runs: a function; an instance's `forward` (nn.Module) or
+        `__call__`, and the forward hooks registered on it; each element of an nn.Sequential in turn."""
+        out: dict[tuple[int, int], Target] = {}
+        for v in vals:
+            if isinstance(v, Func):
+                t = Target(v.ix, v.func, EMPTY_ENV, label if v.func.name in label else f"{label} -> {v.func.name}")
+                out.setdefault((id(v.ix), v.func.node.id), t)
+            elif isinstance(v, Inst):
+                for t in self.instance_call(v, label):
+                    out.setdefault((id(t.ix), t.func.node.id), t)
+            elif isinstance(v, Seq) and v.runs:
+                for t in self.targets_of(list(v.elems), f"{label}[...]"):
+                    out.setdefault((id(t.ix), t.func.node.id), t)
+        return list(out.values())
+
+    def instance_call(self, inst: Inst, label: str) -> list[Target]:
+        vals = self.values
+        names = ("forward", "__call__") if vals.is_module(inst.ix, inst.cls) or "forward" in {
+            m for _i, c in vals.mro(inst.ix, inst.cls) for m in c.methods} else ("__call__",)
+        out: list[Target] = []
+        for name in names:
+            for cix, cls in vals.mro(inst.ix, inst.cls):
+                m = cls.methods.get(name)
+                if m is not None:
+                    out.append(Target(cix, m, EMPTY_ENV, f"{label} -> {cls.name}.{name}"))
+                    break
+            if out:
+                break
+        out.extend(self._hooks(inst, label))
+        return out
+
+    def _hooks(self, inst: Inst, label: str) -> list[Target]:
+        """Forward (pre-)hooks registered on the instance (`m.register_forward_hook(fn)` where `m` is this
+        instance, or `self.register_forward_hook(...)` in its class)."""
+        out: list[Target] = []
+        files = {id(inst.ix): inst.ix}
+        if inst.site_ix is not None:
+            files[id(inst.site_ix)] = inst.site_ix
+        for f in files.values():
+            if not f.has(b"register_forward"):
+                continue
+            f.src.need_word("register_forward_hook")
+            f.src.need_word("register_forward_pre_hook")
+            q = "(call function: (attribute object: (_) @o attribute: (identifier) @m) arguments: (argument_list . (_) @h)) @c"
+            caps = run_query(q, f.src.root)
+            for o, m, h in zip(caps.get("o", []), caps.get("m", []), caps.get("h", []), strict=False):
+                if f.text(m) not in ("register_forward_hook", "register_forward_pre_hook"):
+                    continue
+                if not any(isinstance(v, Inst) and v.cls is inst.cls and (
+                        v.site is None or inst.site is None or v.key() == inst.key()) for v in self.values.of(f, o)):
+                    continue
+                for t in self.targets_of(self.values.of(f, h), f"{label} hook {f.text(h)}"):
+                    out.append(t)
+        return out
+
+    def library_kind_site(self, ix: FileIndex, expr: Node, env: Env) -> Lib | None:
+        """The one library construction (`torch.optim.AdamW(...)`, wherever it is) that `expr` evaluates to."""
+        libs = [v for v in self.values_of(ix, expr, env) if isinstance(v, Lib)]
+        return libs[0] if len(libs) == 1 else None
 
     # ---- names -------------------------------------------------------------------------------------------
     def _resolve_name(self, ix: FileIndex, ident: Node, env: Env, depth: int) -> list[Target]:
@@ -344,12 +429,17 @@ class Resolver:
 
 def resolve_region_callable(resolver: Resolver, ix: FileIndex, expr: Node) -> list[Target]:
     """A callable handed to make_graphed_callables / torch.compile: a function, a module instance (its
-    forward), a bound method."""
+    forward), a bound method, or a tuple of those."""
+    expr = strip_parens(expr)
+    if expr.type in ("tuple", "list"):
+        return [t for e in expr.named_children for t in resolve_region_callable(resolver, ix, e)]
     targets = resolver.resolve_callable(ix, expr, EMPTY_ENV)
     if targets:
         return targets
-    expr = strip_parens(expr)
     cls = resolver._instance_class(ix, expr)
     if cls is not None:
         return resolver._instance_call(cls[0], cls[1], ix.text(expr))
-    return []
+    vals = resolver.values.of(ix, expr)
+    elems = resolver.values.elements([v for v in vals if isinstance(v, Seq)])
+    plain: list[Value] = [v for v in vals if not isinstance(v, Seq)]
+    return resolver.targets_of(plain + elems, ix.text(expr))

@@ -144,6 +144,7 @@ class Kind:
     shape: tuple[int, ...] | None = None
     node: Node | None = field(default=None, compare=False)  # the constructing call, when useful
     user_class: str | None = None
+    home: FileIndex | None = field(default=None, compare=False)  # the file of `node` when it is another file
 
     @property
     def tensor(self) -> bool:
@@ -552,8 +553,11 @@ class FileIndex:
                     return Kind("scalar")
                 if m in ("tolist", "numpy"):
                     return Kind("other")
-                if m in ("size", "dim", "numel", "stride", "element_size", "data_ptr"):
+                if m in ("size", "dim", "numel", "stride", "element_size", "data_ptr", "get_device", "nelement",
+                         "ndimension"):
                     return Kind("scalar")
+                if m.startswith("is_") and m != "is_nonzero":  # is_contiguous(), is_floating_point(): a Python bool
+                    return Kind("bool")
                 if m == "cpu":
                     return Kind("tensor", "cpu")
                 if m == "pin_memory":

@@ -11,6 +11,8 @@ only call following recurses, bounded by the call depth.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tree_sitter import Node
 
 from denpex.source import fixes as F
@@ -255,7 +257,15 @@ class CaptureWalker:
             b = frame.env.get(frame.ix.text(node))
             if b is not None:
                 return b.ix.kind(b.node)
-        return frame.ix.kind(node)
+        k = frame.ix.kind(node)
+        if k.cat in ("unknown", "param") and node.type in ("identifier", "attribute"):
+            # an object made elsewhere (`opt = build_optimizer(model)`): its kind where it is constructed
+            lib = self.resolver.library_kind_site(frame.ix, node, frame.env)
+            if lib is not None:
+                lk = lib.ix.kind(lib.node)
+                if lk.cat not in ("unknown", "param"):
+                    return replace(lk, home=lib.ix) if lib.ix is not frame.ix else lk
+        return k
 
     def tensorish(self, node: Node, frame: Frame) -> bool:
         """A tensor, or arithmetic or a comparison over one (identity and membership tests are Python bools)."""

@@ -79,6 +79,7 @@ class Workspace:
         self._word_cache: dict[str, tuple[int, frozenset[str]]] = {}
         self._imported_cache: dict[tuple[str, str], tuple[int, bool]] = {}
         self._imports: tuple[int, dict[str, set[str]]] | None = None
+        self._all_words: tuple[int, dict[str, list[str]]] | None = None
 
     # ---- files ---------------------------------------------------------------------------------------------
     def add_text(self, path: str, text: str) -> None:
@@ -202,6 +203,22 @@ class Workspace:
         found = any(name in (self.text(p) or "") and name in self._words(p) for p in sorted(candidates))
         self._imported_cache[key] = (self.generation, found)
         return found
+
+    def files_with(self, word: str) -> list[FileIndex]:
+        """The indexes of the workspace files whose text has `word` as a word (call sites of a function defined
+        elsewhere), from an index of every file's words rebuilt when the workspace changes."""
+        if self._all_words is None or self._all_words[0] != self.generation:
+            index: dict[str, list[str]] = {}
+            for p in self.paths():
+                for w in self._words(p):
+                    index.setdefault(w, []).append(p)
+            self._all_words = (self.generation, index)
+        out: list[FileIndex] = []
+        for p in self._all_words[1].get(word, ()):
+            ix = self.index(p)
+            if ix is not None:
+                out.append(ix)
+        return out
 
     def _import_words(self) -> dict[str, set[str]]:
         """The words of every import statement of every file -> the files (rebuilt when the workspace changes)."""

@@ -25,17 +25,20 @@ class Step:
     ctor: Node  # the optimizer's construction call
     capturable: Node | None  # its capturable= argument
     capturable_true: bool
+    home: FileIndex  # the file of the construction (a factory's file, or the step's own)
 
 
 def optimizer_step(c: CallSite) -> Step | None:
-    """`opt.step()` where `opt` was built by a capturable optimizer class (Adam, AdamW, ...)."""
+    """`opt.step()` where `opt` was built by a capturable optimizer class (Adam, AdamW, ...), here or by a factory
+    in another file."""
     rk = c.receiver_kind
     if c.method != "step" or c.receiver is None or rk is None or rk.cat != "optimizer":
         return None
-    if not capturable_optimizer(c.ix, rk) or rk.node is None:
+    home = rk.home or c.ix
+    if not capturable_optimizer(home, rk) or rk.node is None:
         return None
-    cap = kwarg(c.ix, rk.node, "capturable")
-    return Step(rk.node, cap, cap is not None and truthy(c.ix, cap))
+    cap = kwarg(home, rk.node, "capturable")
+    return Step(rk.node, cap, cap is not None and truthy(home, cap), home)
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,7 @@ def _saved_by_noncapturable(ix: FileIndex) -> bool:
 def loaded_state_of(state: dict[str, object], region: CaptureRegion, c: CallSite, step: Step) -> LoadedState | None:
     """`loaded_state` of a captured step of a capturable optimizer in the capture's own file, computed once per
     region and constructor (two rules read it)."""
-    if not step.capturable_true or c.ix is not region.ix or not c.ix.has(b"load_state_dict"):
+    if not step.capturable_true or c.ix is not region.ix or step.home is not c.ix or not c.ix.has(b"load_state_dict"):
         return None
     key = f"optimizer-loaded-state:{step.ctor.id}"
     if key not in state:

@@ -17,6 +17,12 @@ def _step(w: Walk, c: CallSite) -> bool:
         return False
     if step.capturable_true:
         return True
+    if step.home is not c.ix:  # built by a factory in another file: the fix would edit that file
+        line = step.home.src.start(step.ctor)[0] + 1
+        w.report("optimizer-not-capturable", c.node, c.frame, message=(
+            f"This optimizer is built without capturable=True at {step.home.path}:{line}; its step() inside a "
+            "CUDA-graph capture raises (pass capturable=True there)"))
+        return True
     ix, ctor, cap = c.ix, step.ctor, step.capturable
     edit: TextEdit
     if cap is not None:

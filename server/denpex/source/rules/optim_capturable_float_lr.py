@@ -12,7 +12,7 @@ from denpex.source.rules._optimizer import optimizer_step
 
 def _float_lr(w: Walk, c: CallSite) -> None:
     step = optimizer_step(c)
-    if step is None or not step.capturable_true or c.receiver is None:
+    if step is None or not step.capturable_true or c.receiver is None or step.home is not c.ix:
         return
     ix = c.ix
     lr = kwarg(ix, step.ctor, "lr")

@@ -1,0 +1,545 @@
+"""What an expression may be when the capture runs, for call resolution: instances of workspace classes (one
+abstract object per construction site), workspace functions (bound to an instance or to call arguments),
+containers of modules, and library objects by qualified name.
+
+Demand-driven and flow-insensitive across functions, after the shape of PyCG's assignment graph with
+allocation sites (research: call-resolution.md §3): a local name is the assignment visible where it is read,
+`self.x` the union of every `self.x = ...` / `self.x.append(...)` in the class and its bases, a call the union
+of its targets' returns, a parameter its annotation, its default or the arguments at its call sites in every
+workspace file. Library behaviour is a small table of summaries (nn.Module's call runs `forward`; `.to()` /
+`.cuda()` / `.eval()` return the module; `nn.Sequential` / `ModuleList` / `ModuleDict` hold their elements;
+`torch.compile(m)` behaves like `m`). Every answer is capped (values per expression, depth, call sites): an
+expression that needs more is unknown, and an unknown value gives no call edge, never a guess by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from denpex.source.index import ClassInfo, FileIndex, FuncInfo, kwarg, positional
+from denpex.source.parse import run_query, strip_parens
+
+MAX_VALUES = 8  # per expression; more is unknown
+MAX_DEPTH = 6  # nested questions per answer
+MAX_SITES = 20  # call sites read for one parameter
+
+# methods of nn.Module (and tensors) that return the receiver itself
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
+                             "requires_grad_", "apply", "share_memory", "to_empty"})
+# library calls whose result behaves like their first argument
+_PASS_THROUGH = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace", "torch.nn.DataParallel",
+                           "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.DataParallel",
+                           "torch.cuda.make_graphed_callables", "functools.wraps", "functools.lru_cache",
+                           "functools.cache", "torch.no_grad", "torch.inference_mode", "torch.enable_grad"})
+_CONTAINERS = ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
+
+
+@dataclass(frozen=True, eq=False)
+class Inst:
+    """An instance of a workspace class, made at `site` (None: `self`, or made where we cannot see)."""
+
+    ix: FileIndex
+    cls: ClassInfo
+    site: Node | None
+    site_ix: FileIndex | None = None
+
+    def key(self) -> tuple[int, int, int]:
+        return (id(self.ix), self.cls.node.id, self.site.id if self.site is not None else -1)
+
+
+@dataclass(frozen=True, eq=False)
+class Func:
+    """A workspace function (a method bound to `bound` when it has one)."""
+
+    ix: FileIndex
+    func: FuncInfo
+    bound: Inst | None = None
+
+    def key(self) -> tuple[int, int, int]:
+        return (id(self.ix), self.func.node.id, self.bound.key()[2] if self.bound is not None else -2)
+
+
+@dataclass(frozen=True, eq=False)
+class ClassRef:
+    ix: FileIndex
+    cls: ClassInfo
+
+    def key(self) -> tuple[int, int, int]:
+        return (id(self.ix), self.cls.node.id, -3)
+
+
+@dataclass(frozen=True, eq=False)
+class Seq:
+    """A container of values: nn.Sequential (`runs`: calling it calls each element in order), ModuleList,
+    ModuleDict, a list / tuple / dict literal or comprehension."""
+
+    elems: tuple[Value, ...]
+    runs: bool = False
+
+    def key(self) -> tuple[int, ...]:
+        return (-4, int(self.runs), *(x for e in self.elems for x in e.key()))
+
+
+@dataclass(frozen=True, eq=False)
+class Lib:
+    """A library object made by the call `node` in `ix` (`torch.optim.AdamW(...)`): its kind is read there."""
+
+    qualname: str
+    ix: FileIndex
+    node: Node
+
+    def key(self) -> tuple[int, int, int]:
+        return (id(self.ix), self.node.id, -5)
+
+
+@dataclass(frozen=True, eq=False)
+class Super:
+    """`super()` inside class `cls`: attribute lookups start after `cls` in the instance's MRO."""
+
+    ix: FileIndex
+    cls: ClassInfo
+    this: Inst
+
+    def key(self) -> tuple[int, int, int]:
+        return (id(self.ix), self.cls.node.id, -6)
+
+
+Value = Inst | Func | ClassRef | Seq | Lib | Super
+Lookup = Callable[[str], "FileIndex | None"]
+FilesWith = Callable[[str], "list[FileIndex]"]
+
+
+def _union(groups: Iterable[list[Value]]) -> list[Value]:
+    out: dict[tuple[int, ...], Value] = {}
+    for g in groups:
+        for v in g:
+            out.setdefault(v.key(), v)
+            if len(out) > MAX_VALUES:
+                return []  # too many to be useful: unknown
+    return list(out.values())
+
+
+@dataclass
+class Values:
+    lookup_module: Lookup
+    files_with: FilesWith | None = None
+    _memo: dict[tuple[int, int], list[Value]] = field(default_factory=dict)
+    _active: set[tuple[int, int]] = field(default_factory=set)
+    _mro: dict[tuple[int, int], list[tuple[FileIndex, ClassInfo]]] = field(default_factory=dict)
+
+    # ---- expressions -------------------------------------------------------------------------------------
+    def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
+        """The values `expr` (in `ix`) may have."""
+        if depth > MAX_DEPTH:
+            return []
+        expr = strip_parens(expr)
+        key = (id(ix), expr.id)
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        if key in self._active:
+            return []  # a cycle (x = f(x)): no value through it
+        self._active.add(key)
+        try:
+            found = self._of(ix, expr, depth)
+        finally:
+            self._active.discard(key)
+        self._memo[key] = found
+        return found
+
+    def _of(self, ix: FileIndex, expr: Node, depth: int) -> list[Value]:
+        t = expr.type
+        if t == "identifier":
+            return self._name(ix, expr, depth)
+        if t == "attribute":
+            obj = expr.child_by_field_name("object")
+            attr = expr.child_by_field_name("attribute")
+            if obj is None or attr is None:
+                return []
+            return self.attribute(ix, self.of(ix, obj, depth + 1), ix.text(attr), depth, obj)
+        if t == "call":
+            return self._call(ix, expr, depth)
+        if t == "subscript":
+            v = expr.child_by_field_name("value")
+            return self.elements(self.of(ix, v, depth + 1)) if v is not None else []
+        if t in ("list", "tuple", "set", "expression_list"):
+            return [Seq(tuple(_union(self.of(ix, c, depth + 1) for c in expr.named_children)))]
+        if t in ("list_comprehension", "generator_expression", "set_comprehension"):
+            body = expr.child_by_field_name("body")
+            return [Seq(tuple(self.of(ix, body, depth + 1)))] if body is not None else []
+        if t == "dictionary":
+            vals = [p.child_by_field_name("value") for p in expr.named_children if p.type == "pair"]
+            return [Seq(tuple(_union(self.of(ix, v, depth + 1) for v in vals if v is not None)))]
+        if t == "conditional_expression" and expr.named_child_count == 3:
+            a, _c, b = expr.named_children
+            return _union([self.of(ix, a, depth + 1), self.of(ix, b, depth + 1)])
+        if t == "boolean_operator":
+            return _union(self.of(ix, c, depth + 1) for c in expr.named_children)
+        return []
+
+    def _name(self, ix: FileIndex, ident: Node, depth: int) -> list[Value]:
+        name = ix.text(ident)
+        if name == "self":
+            cls = ix.enclosing_class(ident)
+            return [Inst(ix, cls, None)] if cls is not None else []
+        assign, scope, is_param = ix.lookup(name, ident)
+        if is_param and scope is not None:
+            info = ix.by_node.get(scope.node.id)
+            return self.parameter(ix, info, name, depth) if info is not None else []
+        if assign is not None:
+            if scope is not None and scope.node.type == "module":
+                ix.watched.add(name)  # every binding of a module name may change the answer
+            st = assign.stmt
+            if assign.value is None and st.type in ("for_statement", "for_in_clause"):
+                it = st.child_by_field_name("right")
+                return self.elements(self.of(ix, it, depth + 1)) if it is not None else []
+            if assign.value is None or st.type == "augmented_assignment":
+                return []
+            return self.of(ix, assign.value, depth + 1)
+        return self.global_name(ix, name, depth)
+
+    def global_name(self, ix: FileIndex, name: str, depth: int) -> list[Value]:
+        """A module-level function or class of the file, or one imported from a workspace file."""
+        fn = ix.module_funcs.get(name)
+        if fn is not None:
+            return [Func(ix, fn)]
+        cls = ix.classes.get(name)
+        if cls is not None:
+            return [ClassRef(ix, cls)]
+        q = ix.imports.lookup(name)
+        if q is not None and "." in q:
+            mod, _, attr = q.rpartition(".")
+            return self.symbol(mod, attr, depth + 1)
+        return []
+
+    def symbol(self, module: str, name: str, depth: int) -> list[Value]:
+        """`name` as defined in workspace module `module`, through re-exports (`from .model import Net` in a
+        package's `__init__.py`)."""
+        if depth > MAX_DEPTH:
+            return []
+        other = self.lookup_module(module)
+        if other is None:
+            return []
+        fn = other.module_funcs.get(name)
+        if fn is not None:
+            return [Func(other, fn)]
+        cls = other.classes.get(name)
+        if cls is not None:
+            return [ClassRef(other, cls)]
+        q = other.imports.lookup(name)
+        if q is not None and "." in q and q != f"{module}.{name}":
+            mod, _, attr = q.rpartition(".")
+            return self.symbol(mod, attr, depth + 1)
+        return []
+
+    # ---- calls -------------------------------------------------------------------------------------------
+    def _call(self, ix: FileIndex, call: Node, depth: int) -> list[Value]:
+        f = call.child_by_field_name("function")
+        if f is None:
+            return []
+        q = ix.qualname(f)
+        args = positional(call)
+        if q is not None:
+            if q in _PASS_THROUGH or (q.endswith(".compile") and q.startswith("torch")):
+                return self.of(ix, args[0], depth + 1) if args else []
+            if q.rsplit(".", 1)[-1] in _CONTAINERS and q.startswith("torch.nn"):
+                return [self._container(ix, call, depth, runs=q.endswith("Sequential"))]
+            if q == "super":
+                cls = ix.enclosing_class(call)
+                return [Super(ix, cls, Inst(ix, cls, None))] if cls is not None else []
+        if f.type == "attribute":
+            obj = f.child_by_field_name("object")
+            attr = f.child_by_field_name("attribute")
+            if obj is not None and attr is not None and ix.text(attr) in _SELF_RETURNING:
+                recv = self.of(ix, obj, depth + 1)
+                if recv:
+                    return recv
+        callee = self.of(ix, f, depth + 1)
+        out: list[list[Value]] = []
+        for v in callee:
+            if isinstance(v, ClassRef):
+                out.append([Inst(v.ix, v.cls, call, ix)])
+            elif isinstance(v, Func):
+                out.append(self.returns(v, depth + 1))
+        if not callee and q is not None and not q.startswith(("self.", "super")) and q.split(".", 1)[0] not in (
+                "print", "len", "range", "isinstance"):
+            head = q.split(".", 1)[0]
+            if head != q or ix.imports.lookup(head) is not None:
+                return [Lib(q, ix, call)]  # a library object: its kind is read at its construction
+        return _union(out)
+
+    def _container(self, ix: FileIndex, call: Node, depth: int, runs: bool) -> Seq:
+        elems: list[list[Value]] = []
+        arg_list = call.child_by_field_name("arguments")
+        for a in arg_list.named_children if arg_list is not None else []:
+            if a.type in ("keyword_argument", "comment", "dictionary_splat"):
+                continue
+            a = strip_parens(a)
+            if a.type == "list_splat":
+                inner = a.named_children[0] if a.named_child_count else None
+                if inner is not None:
+                    elems.append(self.elements(self.of(ix, inner, depth + 1)))
+            elif a.type in ("list", "tuple", "dictionary", "list_comprehension", "generator_expression"):
+                elems.append(self.elements(self.of(ix, a, depth + 1)))
+            else:
+                elems.append(self.of(ix, a, depth + 1))
+        return Seq(tuple(_union(elems)), runs)
+
+    def returns(self, fn: Func, depth: int) -> list[Value]:
+        """The values a function returns (every `return` of its own body)."""
+        body = fn.func.body
+        if body is None or depth > MAX_DEPTH:
+            return []
+        ix = fn.ix
+        ix.touched.append((fn.func.node.start_byte, fn.func.node.end_byte))
+        rets: list[list[Value]] = []
+        for r in run_query("(return_statement) @r", body).get("r", []):
+            owner = r.parent
+            while owner is not None and owner.type not in ("function_definition", "lambda"):
+                owner = owner.parent
+            if owner is None or owner.id != fn.func.node.id or not r.named_child_count:
+                continue
+            rets.append(self.of(ix, r.named_children[0], depth + 1))
+        return _union(rets)
+
+    # ---- attributes --------------------------------------------------------------------------------------
+    def attribute(self, ix: FileIndex, objs: list[Value], name: str, depth: int, obj: Node | None = None) -> list[Value]:
+        out: list[list[Value]] = []
+        if obj is not None and not objs and strip_parens(obj).type == "identifier":
+            q = ix.imports.lookup(ix.text(strip_parens(obj)))
+            if q is not None:  # `helpers.step`: a function of an imported workspace module
+                out.append(self.symbol(q, name, depth + 1))
+        for v in objs:
+            if isinstance(v, Inst):
+                out.append(self.member(v, name, depth))
+            elif isinstance(v, Super):
+                mro = self.mro(v.this.ix, v.this.cls) if v.this.site is not None else self.mro(v.ix, v.cls)
+                after = [c for i, c in enumerate(mro) if any(c2[1] is v.cls for c2 in mro[:i + 1])][1:]
+                for cix, cls in after:
+                    m = cls.methods.get(name)
+                    if m is not None:
+                        out.append([Func(cix, m, v.this)])
+                        break
+            elif isinstance(v, ClassRef):
+                m = v.cls.methods.get(name)
+                if m is not None:
+                    out.append([Func(v.ix, m)])
+        return _union(out)
+
+    def member(self, inst: Inst, name: str, depth: int) -> list[Value]:
+        """`inst.name`: a method through the MRO (bound), else the values assigned to `self.name`."""
+        for cix, cls in self.mro(inst.ix, inst.cls):
+            m = cls.methods.get(name)
+            if m is not None:
+                return [Func(cix, m, inst)]
+        assigned: list[list[Value]] = []
+        for cix, cls in self.mro(inst.ix, inst.cls):
+            for value, method in self.self_assignments(cix, cls, name):
+                assigned.append(self._in_method(cix, value, method, inst, depth))
+        return _union(assigned)
+
+    def _in_method(self, ix: FileIndex, value: Node, method: FuncInfo, inst: Inst, depth: int) -> list[Value]:
+        """The value of an expression of `method` for the instance `inst`: an `__init__` parameter takes the
+        arguments of the instance's construction site."""
+        v = strip_parens(value)
+        if v.type == "identifier" and method.name == "__init__" and inst.site is not None and inst.site_ix is not None:
+            name = ix.text(v)
+            _a, _s, is_param = ix.lookup(name, v)
+            if is_param:
+                arg = _argument(inst.site_ix, inst.site, method, name)
+                if arg is not None:
+                    return self.of(inst.site_ix, arg, depth + 1)
+        return self.of(ix, value, depth + 1)
+
+    def self_assignments(self, ix: FileIndex, cls: ClassInfo, name: str) -> list[tuple[Node, FuncInfo]]:
+        """Every `self.name = v`, `self.name.append(v)` / `.extend(v)` (v's elements) and `self.name[k] = v` in
+        the methods of `cls`, as (v, method)."""
+        ix.touched.append((cls.node.start_byte, cls.node.end_byte))
+        ix.src.need_word(name)
+        out: list[tuple[Node, FuncInfo]] = []
+        target = f"self.{name}"
+        for m in cls.methods.values():
+            body = m.body
+            if body is None:
+                continue
+            caps = run_query("(assignment left: (_) @l right: (_) @r) @a\n"
+                             "(call function: (attribute object: (_) @o attribute: (identifier) @m)"
+                             " arguments: (argument_list . (_) @arg)) @c", body)
+            for left, right in zip(caps.get("l", []), caps.get("r", []), strict=False):
+                lt = ix.text(left).replace(" ", "")
+                if lt == target or (left.type == "subscript" and ix.text(left.child_by_field_name("value") or left) == target):
+                    out.append((right, m))
+            for o, meth, arg in zip(caps.get("o", []), caps.get("m", []), caps.get("arg", []), strict=False):
+                if ix.text(o).replace(" ", "") == target and ix.text(meth) in ("append", "extend", "add_module"):
+                    a = arg
+                    if ix.text(meth) == "add_module":
+                        nxt = arg.next_named_sibling
+                        if nxt is None:
+                            continue
+                        a = nxt
+                    if ix.text(meth) == "extend":
+                        out.append((a, m))  # its elements: the caller takes elements of a Seq
+                    else:
+                        out.append((a, m))
+        return out
+
+    # ---- containers --------------------------------------------------------------------------------------
+    def elements(self, vals: list[Value]) -> list[Value]:
+        """What iterating over or indexing the values gives."""
+        out: list[list[Value]] = []
+        for v in vals:
+            if isinstance(v, Seq):
+                out.append([e for e in v.elems if not isinstance(e, Seq)])
+                out.extend(self.elements([e]) for e in v.elems if isinstance(e, Seq))
+            elif isinstance(v, Inst):
+                # `self.layers` assigned in pieces (append) shows as the pieces themselves
+                out.append([v])
+        return _union(out)
+
+    # ---- parameters --------------------------------------------------------------------------------------
+    def parameter(self, ix: FileIndex, fn: FuncInfo, name: str, depth: int) -> list[Value]:
+        """A parameter: its annotation, else its default, else the arguments at the call sites of its function
+        in every workspace file (plain functions; `__init__` through its class's constructions)."""
+        node = _param_node(ix, fn, name)
+        if node is not None:
+            ann = node.child_by_field_name("type")
+            if ann is not None and ann.type == "type" and ann.named_child_count:
+                ann = ann.named_children[0]
+            if ann is not None:
+                vals: list[Value] = [Inst(v.ix, v.cls, None) if isinstance(v, ClassRef) else v
+                                     for v in self.of(ix, ann, depth + 1)]
+                if vals:
+                    return vals
+            default = node.child_by_field_name("value")
+            if default is not None and node.type in ("default_parameter", "typed_default_parameter"):
+                dv = self.of(ix, default, depth + 1)
+                if dv:
+                    return dv
+        if fn.class_name is not None or depth > MAX_DEPTH - 2:
+            return []  # a method's callers are found through its class's instances, not its name
+        out: list[list[Value]] = []
+        for cix, call in self.call_sites(ix, fn)[:MAX_SITES]:
+            arg = _argument(cix, call, fn, name)
+            if arg is not None:
+                out.append(self.of(cix, arg, depth + 1))
+        return _union(out)
+
+    def call_sites(self, ix: FileIndex, fn: FuncInfo) -> list[tuple[FileIndex, Node]]:
+        """Calls `fn(...)` / `mod.fn(...)` in the function's file and in the workspace files that mention it."""
+        ix.watched.add(fn.name)
+        files = [ix]
+        if self.files_with is not None:
+            files += [o for o in self.files_with(fn.name) if o is not ix]
+        out: list[tuple[FileIndex, Node]] = []
+        for f in files:
+            f.src.need_word(fn.name)
+            for call in run_query("(call function: [(identifier) @f (attribute attribute: (identifier) @f)]) @c",
+                                  f.src.root).get("c", []):
+                fnode = call.child_by_field_name("function")
+                last = fnode if fnode is not None and fnode.type == "identifier" else (
+                    fnode.child_by_field_name("attribute") if fnode is not None else None)
+                if last is None or f.text(last) != fn.name:
+                    continue
+                if f is not ix:
+                    vals = self.of(f, fnode, MAX_DEPTH - 1) if fnode is not None else []
+                    if not any(isinstance(v, Func) and v.func is fn for v in vals):
+                        continue  # another function of that name
+                out.append((f, call))
+                if len(out) >= MAX_SITES:
+                    return out
+        return out
+
+    # ---- classes -----------------------------------------------------------------------------------------
+    def base_class(self, ix: FileIndex, base: str) -> tuple[FileIndex, ClassInfo] | None:
+        short = base.rsplit(".", 1)[-1]
+        if "." not in base:
+            cls = ix.classes.get(base)
+            return (ix, cls) if cls is not None else None
+        mod = base.rpartition(".")[0]
+        for v in self.symbol(mod, short, 1):
+            if isinstance(v, ClassRef):
+                return v.ix, v.cls
+        if short in ix.classes and ix.imports.lookup(short) is None:
+            return ix, ix.classes[short]
+        return None
+
+    def mro(self, ix: FileIndex, cls: ClassInfo) -> list[tuple[FileIndex, ClassInfo]]:
+        """The C3 linearisation of a workspace class over its workspace bases (library bases end it)."""
+        key = (id(ix), cls.node.id)
+        found = self._mro.get(key)
+        if found is not None:
+            return found
+        self._mro[key] = [(ix, cls)]  # a cyclic hierarchy stops here
+        ix.touched.append((cls.node.start_byte, cls.node.end_byte))
+        seqs: list[list[tuple[FileIndex, ClassInfo]]] = []
+        direct: list[tuple[FileIndex, ClassInfo]] = []
+        for b in cls.bases:
+            bc = self.base_class(ix, b)
+            if bc is not None and bc[1] is not cls:
+                seqs.append(list(self.mro(*bc)))
+                direct.append(bc)
+        seqs.append(direct)
+        out: list[tuple[FileIndex, ClassInfo]] = [(ix, cls)]
+        while any(seqs):
+            for seq in seqs:
+                if not seq:
+                    continue
+                head = seq[0]
+                if not any(head[1] is c[1] for s in seqs for c in s[1:]):
+                    break
+            else:
+                break  # no consistent order: keep what is linear so far
+            out.append(head)
+            seqs = [[c for c in s if c[1] is not head[1]] for s in seqs]
+        self._mro[key] = out
+        return out
+
+    def library_bases(self, ix: FileIndex, cls: ClassInfo) -> set[str]:
+        """The qualified names of the library classes the workspace class derives from."""
+        out: set[str] = set()
+        for cix, c in self.mro(ix, cls):
+            for b in c.bases:
+                if self.base_class(cix, b) is None:
+                    out.add(b)
+        return out
+
+    def is_module(self, ix: FileIndex, cls: ClassInfo) -> bool:
+        """An nn.Module subclass (calling an instance runs `forward`)."""
+        return any(b.startswith("torch.nn.") or b.endswith(("nn.Module", "Module")) for b in self.library_bases(ix, cls))
+
+
+def _param_node(ix: FileIndex, fn: FuncInfo, name: str) -> Node | None:
+    params = fn.node.child_by_field_name("parameters")
+    if params is None:
+        return None
+    for p in params.named_children:
+        n = p if p.type == "identifier" else p.child_by_field_name("name")
+        if n is None and p.named_child_count:
+            n = p.named_children[0]
+        if n is not None and n.type == "identifier" and ix.text(n) == name:
+            return p
+    return None
+
+
+def _argument(ix: FileIndex, call: Node, fn: FuncInfo, name: str) -> Node | None:
+    """The argument of `call` (in `ix`) bound to parameter `name` of `fn` (`self` skipped for methods)."""
+    kw = kwarg(ix, call, name)
+    if kw is not None:
+        return kw
+    params = list(fn.params)
+    if params and params[0] in ("self", "cls") and fn.class_name is not None:
+        params = params[1:]
+    if name not in params:
+        return None
+    i = params.index(name)
+    args = call.child_by_field_name("arguments")
+    if args is None:
+        return None
+    pos = [a for a in args.named_children if a.type not in ("keyword_argument", "comment", "list_splat",
+                                                              "dictionary_splat")]
+    if any(a.type in ("list_splat",) for a in args.named_children):
+        return None
+    return pos[i] if i < len(pos) else None
