@@ -86,6 +86,7 @@ class Verdict:
     first_divergence: tuple[int, str] | None = None
     phase: phase.PhaseEvidence | None = None
     related_override: str | None = None  # from a rule hint that matched the verdict line
+    _parent: Rule | None = None  # the rule a refinement came from
 
     @property
     def graph_related(self) -> str:
@@ -98,6 +99,11 @@ class Verdict:
         if value == "depends" and self.phase is not None:
             return "yes"
         return value
+
+    @property
+    def parent(self) -> Rule | None:
+        """The rule this verdict was refined from."""
+        return self._parent
 
     def fix_text(self) -> str:
         parts = []
@@ -406,6 +412,7 @@ def _verdict_for(c: _Collector, book: RuleBook, f: Finding, confidence: str) -> 
     if refined is not None:
         v.via = rule.id
         v.rule = refined
+        v._parent = rule
     if confidence == "high" and not frames and not lines:
         v.confidence = "medium"
     return v
@@ -531,7 +538,7 @@ def _unwrap(first: Finding, findings: list[Finding]) -> tuple[Finding, Finding |
 
 
 def _apply_hints(v: Verdict) -> None:
-    for hint in v.rule.hints:
+    for hint in (*v.rule.hints, *(v.parent.hints if v.parent is not None else ())):
         try:
             m = _refine_regex(hint.regex).search(v.finding.text, timeout=0.05)
         except TimeoutError:
@@ -549,8 +556,11 @@ def _apply_hints(v: Verdict) -> None:
 def _explain_phase(v: Verdict) -> None:
     """Say whether the verdict is a CUDA-graph bug, and what capture changes when it happened there."""
     _apply_hints(v)
-    if v.phase is not None and v.phase.phase == "capture" and v.rule.in_capture:
-        v.notes.insert(0, "During capture: " + v.rule.in_capture)
+    if v.phase is not None and v.phase.phase == "capture":
+        parent = v.parent
+        text = v.rule.in_capture or (parent.in_capture if parent is not None else "")
+        if text:
+            v.notes.insert(0, "During capture: " + text)
     related = v.graph_related
     if related == "no":
         v.notes.insert(0, "Adjacent failure: this is not a CUDA-graph bug; its own fix is below.")

@@ -30,6 +30,17 @@ _RELATED = {
 }
 
 
+def _refined_by(v: Verdict) -> str:
+    r = v.rule
+    if r.refine_phase is not None and v.phase is not None and v.phase.phase == r.refine_phase:
+        return f"because the log puts it in {r.refine_phase}"
+    if r.refine_code is not None:
+        return "by the failing source line"
+    if r.refine_frames is not None:
+        return "by the frames of its traceback"
+    return "by the lines before it"
+
+
 def _status_lines(v: Verdict) -> list[str]:
     """The status code the line named, the phase, and whether it is a CUDA-graph failure."""
     out = []
@@ -58,7 +69,7 @@ def render_text(d: Diagnosis, colour: bool = False, context_lines: int = 8) -> s
     out.append(_c(f"✖ {v.rule.title}", "red", colour) + f"  [{v.rule.id} / {v.rule.code}]")
     out.append(f"  first failure: line {f.line}, {_who(f)}; confidence {v.confidence}")
     if v.via:
-        out.append(f"  (refined from {v.via} by the failing source line)")
+        out.append(f"  (refined from {v.via} {_refined_by(v)})")
     out.append(f"  {_c('>', 'bold', colour)} {f.text.strip()[:300]}")
     for line in _status_lines(v):
         out.append(f"  {line}")
