@@ -2,9 +2,12 @@
 program, the findings handed back to the cells they lie in.
 
 The client sends a notebook's Python cells as text documents of their own (`vscode-notebook-cell:` URIs);
-pygls keeps their text. Each cell gets a `DocState` whose `notebook` names the notebook, so hovers, code
-actions and pulled diagnostics work on a cell as on a file; analysing any cell analyses its notebook
-(`DocumentService.analyse`). A fix is offered in a cell only when all its edits lie in that cell and spare
+pygls keeps their text. Each cell gets a `DocState` whose `notebook` names the notebook, so hovers and code
+actions work on a cell as on a file; analysing any cell analyses its notebook (`DocumentService.analyse`).
+A cell's diagnostics are always pushed (`publishDiagnostics`), also to a client that pulls: VS Code's client
+(vscode-languageclient 9) pulls no notebook cells (microsoft/vscode-languageserver-node#1464; ruff's server
+pushes them for the same reason, astral-sh/ruff#21156), and a pull for a cell is answered empty, so a client
+that does pull cells shows each finding once. A fix is offered in a cell only when all its edits lie in that cell and spare
 its magics (`denpex.notebook.fixes.cell_fix`).
 """
 
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from denpex.lsp.diagnostics import to_diagnostic
-from denpex.lsp.documents import DocState, Kind, path_of, to_lsp_range
+from denpex.lsp.documents import Kind, path_of, to_lsp_range
 from denpex.notebook.cells import CellProgram, CellSpan
 from denpex.notebook.fixes import cell_fix
 from denpex.source.model import CaptureSite, SourceFinding
@@ -40,18 +43,12 @@ class OpenNotebook:
     uri: str
     cells: list[str] = field(default_factory=list)  # URIs of the code cells, in notebook order
     version: int = 0
-    generation: int = 0  # analyses run (part of a cell's pulled-diagnostics result id)
     pending: asyncio.Task[None] | None = None
 
 
 class NotebookStore:
     def __init__(self) -> None:
         self.notebooks: dict[str, OpenNotebook] = {}
-
-    def generation(self, cell_uri: str, docs: dict[str, DocState]) -> int:
-        st = docs.get(cell_uri)
-        nb = self.notebooks.get(st.notebook) if st is not None and st.notebook else None
-        return nb.generation if nb is not None else 0
 
 
 def code_cells(nb: types.NotebookDocument) -> list[str]:
@@ -136,7 +133,6 @@ def analyse(svc: DocumentService, nb_uri: str, log_warning: Callable[[str], None
         cf = replace(_in_cell(span, f, own_site), fixes=fixes,
                      suppression=sup[1] if sup is not None and sup[0] == span.cell else None)
         per_cell[cell_uri[span.cell]].append((cf, site_at))
-    nb.generation += 1
     for uri, doc in present:
         st = svc.documents.get(uri)
         if st is None:
@@ -173,15 +169,11 @@ def _site_info(svc: DocumentService, f: SourceFinding, site_at: tuple[str, int, 
 
 # ---- running analyses for the server ---------------------------------------------------------------------------
 def refresh(ls: DenpexLanguageServer, nb_uri: str) -> None:
-    """Analyse now and push every cell's diagnostics (a client that pulls is asked to pull again)."""
+    """Analyse now and push every cell's diagnostics."""
     svc = ls.service
     analyse(svc, nb_uri, ls.log_warning, ls.log_exception)
     nb = svc.notebooks.notebooks.get(nb_uri)
     if nb is None:
-        return
-    if svc.caps.pull_diagnostics:
-        if svc.caps.diagnostic_refresh:
-            ls.spawn(ls.refresh_pull())
         return
     for uri in nb.cells:
         ls.publish(uri)
@@ -207,8 +199,6 @@ async def _later(ls: DenpexLanguageServer, nb_uri: str, delay_ms: int) -> None:
 
 
 def clear(ls: DenpexLanguageServer, cells: list[str]) -> None:
-    """Empty diagnostics for cells that left (a client that pushes keeps the last ones otherwise)."""
-    if ls.service.caps.pull_diagnostics:
-        return
+    """Empty diagnostics for cells that left (the client keeps the last ones pushed otherwise)."""
     for uri in cells:
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))

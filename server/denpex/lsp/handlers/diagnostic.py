@@ -29,8 +29,9 @@ def handle(ls: DenpexLanguageServer, params: types.DocumentDiagnosticParams) -> 
     if st is None or doc is None:
         return types.RelatedFullDocumentDiagnosticReport(items=for_client(tb, svc.caps))
     svc.ensure_current(st)
-    result_id = (f"{doc.version}:{svc.generation}:{svc.traceback_generation}"
-                 f":{svc.notebooks.generation(uri, svc.documents.docs)}")  # a cell changes with its notebook
+    if st.notebook is not None:  # a notebook cell: its diagnostics are pushed (see lsp/notebooks.py)
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    result_id = f"{doc.version}:{svc.generation}:{svc.traceback_generation}"
     if params.previous_result_id == result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
     return types.RelatedFullDocumentDiagnosticReport(
