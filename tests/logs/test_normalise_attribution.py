@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from denpex.logs import diagnose_text
 from denpex.logs.attribution import attribute, split_glued
 from denpex.logs.normalise import clean, segments
@@ -117,3 +121,59 @@ def test_only_collateral_timeouts_names_suspects_from_sequence_numbers() -> None
 def test_nothing_known() -> None:
     d = diagnose_text("hello\nworld\n")
     assert d.verdict is None and not d.findings
+
+
+def _scan(stream: object) -> tuple[list[tuple[int, str, tuple[str, ...]]], tuple[int, int, bool], list[list[int]]]:
+    from denpex.logs.diagnose import matcher_for
+    from denpex.logs.scanner import ScanStats, Window, iter_line_hits
+
+    stats = ScanStats()
+    ctx: list[list[int]] = []
+
+    def on_context(lh: object, window: Window, start: int) -> None:
+        ctx.append([n for n, _t in window.lines_before(start, 3)])
+
+    hits = [(lh.line, lh.text, tuple(h.signature.rule_id for h in lh.hits))
+            for lh in iter_line_hits(stream, matcher_for(None), stats, on_context)]  # type: ignore[arg-type]
+    return hits, (stats.bytes, stats.lines, stats.truncated_last_line), ctx
+
+
+def test_file_and_pipe_scans_agree_across_chunk_edges(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file re-reads a chunk's partial last line, a pipe carries it over: the hits, line numbers,
+    context lines and counts are the same, with lines longer than a chunk and a truncated end."""
+    import io
+
+    from denpex.logs import scanner
+
+    monkeypatch.setattr(scanner, "CHUNK", 4096)
+    monkeypatch.setattr(scanner, "MAX_CARRY", 16384)
+    lines = []
+    for i in range(400):
+        lines.append(f"[rank{i % 8}]: step {i} " + "x" * (i * 37 % 700))
+        if i % 97 == 5:
+            lines.append(f"[rank{i % 8}]: {E900}")
+        if i == 200:
+            lines.append("y" * 20000 + E900)  # longer than a chunk and than the carry limit
+    data = ("\n".join(lines) + "\n" + "[rank1]: " + E900).encode()  # no newline at the end
+    p = tmp_path / "log"
+    p.write_bytes(data)
+
+    class Pipe(io.RawIOBase):
+        def __init__(self) -> None:
+            self.b = io.BytesIO(data)
+
+        def readable(self) -> bool:
+            return True
+
+        def read(self, n: int = -1) -> bytes:
+            return self.b.read(min(n, 3000) if n > 0 else n)  # short reads, as a pipe gives
+
+    with open(p, "rb") as fh:
+        from_file = _scan(fh)
+    from_pipe = _scan(Pipe())
+    assert from_file == from_pipe
+    hits, (nbytes, nlines, truncated), _ctx = from_file
+    assert nbytes == len(data) and nlines == data.count(b"\n") + 1 and truncated
+    e900_lines = [n for n, _t, rules in hits if any("900" in r for r in rules)]
+    expected = [i + 1 for i, t in enumerate(data.decode().split("\n")) if E900 in t]
+    assert e900_lines == expected
