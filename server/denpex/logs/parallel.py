@@ -108,18 +108,18 @@ def summarise_all(sources: list[LogSource], rule_dirs: list[str], context: int,
         workers = jobs - 1 if any(sz >= BIG_FILE for sz in sizes) else jobs
         with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=ctx, initializer=init_worker,
                                  initargs=init_args) as ex:
-            futures: dict[int, Future[dict[str, Any]]] = {}
-            for i, src in enumerate(sources):
-                if sizes[i] < BIG_FILE:
-                    futures[i] = ex.submit(_summary_work, src)
+            small = [i for i in range(len(sources)) if sizes[i] < BIG_FILE]
+            # batches of files per task: a thousand tiny tasks cost more in messages than in work
+            chunk = max(1, min(32, len(small) // (4 * max(1, workers))))
+            mapped = ex.map(_summary_work, [sources[i] for i in small], chunksize=chunk)
             for i, src in enumerate(sources):
                 if sizes[i] >= BIG_FILE:  # this process scans the first range, workers the rest
                     try:
                         results[i] = summarise(src, _BOOK, context, ranges=jobs, pool=RangePool(ex, _BOOK))[0]
                     except DenpexError as exc:
                         results[i] = {"error": str(exc), "source": src.to_json()}
-            for i, fut in futures.items():
-                results[i] = fut.result()
+            for i, got in zip(small, mapped, strict=True):
+                results[i] = got
     out: list[dict[str, Any]] = []
     for r in results:
         assert r is not None
