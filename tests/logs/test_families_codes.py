@@ -74,7 +74,7 @@ def _cases() -> list[tuple[str, str, str, int, str]]:
         if name.endswith("SUCCESS"):
             continue
         cases.append(("curand-status", "name", name, int(num), f"cupy_backends.cuda.libs.curand.CURANDError: {name}"))
-    for num, name, msg in _rows("cusparse-13.tsv"):
+    for num, name, _msg in _rows("cusparse-13.tsv"):
         if name.endswith("SUCCESS") or name == "unrecognized error code":  # the dump's codes past the enum
             continue
         cases.append(("cusparse-status", "name", name, int(num), f"RuntimeError: {name}"))

@@ -366,6 +366,10 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
             "Only collateral reports were found: the initiating error is not in this text. "
             "The evidence is incomplete; look for an earlier error on another rank, thread or log file.",
         )
+        if wrapped is not None:
+            verdict.notes.append(
+                f"line {wrapped.line} ({wrapped.rule}) only wraps this message; the line after it names the failure."
+            )
         suspects = _suspect_ranks(c)
         if suspects:
             verdict.suspects = suspects
@@ -458,9 +462,9 @@ def _phase_later_in_event(c: _Collector, f: Finding) -> phase.PhaseEvidence | No
     capture_end traceback after a failing call inside a capture."""
     end = f.line
     for g in c.findings.values():
-        if f.line < g.line <= f.line + EVENT_SPAN and (g.rule == f.rule or g.role == "collateral"):
-            if g.who.key() == f.who.key() or g.who.rank is None:
-                end = max(end, g.line)
+        if (f.line < g.line <= f.line + EVENT_SPAN and (g.rule == f.rule or g.role == "collateral")
+                and (g.who.key() == f.who.key() or g.who.rank is None)):
+            end = max(end, g.line)
     for line, name, where in c.graph_frames:
         if f.line < line <= end:
             return phase.PhaseEvidence(where, f"frame {name} in graphs.py (line {line}, the same event's traceback)", line)
@@ -512,7 +516,8 @@ def _specific_first(findings: list[Finding], promoted: list[Finding] | None = No
         for m in mates[:1]:
             if m.entry is None and f.entry is not None:
                 m.entry = f.entry
-            if promoted is not None and f.wrapper and f.role == "initiating" and m.role != "initiating" and m not in promoted:
+            if (promoted is not None and f.wrapper and f.role == "initiating" and m.line > f.line
+                    and m.role != "initiating" and not m.wrapper and m not in promoted):
                 promoted.append(m)
                 m.wrapped_by = f
     return out
@@ -532,7 +537,7 @@ def _unwrap(first: Finding, findings: list[Finding]) -> tuple[Finding, Finding |
             continue
         if f.line > first.line + 3:
             break
-        if f.who.key() == first.who.key() or f.who.rank is None:
+        if f.who.key() == first.who.key() or f.who.rank is None or _unattributed(first):
             return f, first
     return first, None
 

@@ -15,7 +15,16 @@ import yaml
 
 from denpex.errors import RuleBookError
 from denpex.rulebook.codes import TABLE_GROUPS
-from denpex.rulebook.model import CodeEntry, GraphRelated, Hint, Role, Rule, Severity, Signature, SourceSide
+from denpex.rulebook.model import (
+    CodeEntry,
+    GraphRelated,
+    Hint,
+    Role,
+    Rule,
+    Severity,
+    Signature,
+    SourceSide,
+)
 from denpex.rulebook.safety import problems
 
 SCHEMA_NAME = "rule.schema.json"

@@ -1,5 +1,6 @@
 """dist.barrier() inside a capture on a one-rank NCCL group."""
 import os
+
 import torch
 import torch.distributed as dist
 

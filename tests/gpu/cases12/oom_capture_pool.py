@@ -14,5 +14,5 @@ with torch.cuda.stream(s):
 torch.cuda.current_stream().wait_stream(s)
 outs = []
 with torch.cuda.graph(g):
-    for i in range(32):  # each 256 MiB output stays live in the graph's private pool
+    for _ in range(32):  # each 256 MiB output stays live in the graph's private pool
         outs.append(a @ a)
