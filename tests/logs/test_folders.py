@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -191,8 +192,10 @@ def test_unreadable_and_empty_folder_errors(tmp_path: Path) -> None:
 def test_a_file_that_cannot_be_read_is_named_and_the_rest_diagnosed(tmp_path: Path) -> None:
     fb.slurm_per_task(tmp_path, fail=2, later=1, tasks=4)
     (tmp_path / "slurm-4242_9.out").symlink_to(tmp_path / "gone.out")  # dangling: open fails
+    os.mkfifo(tmp_path / "stream.log")  # opening it would wait for a writer forever
     (tmp_path / "slurm-4242_3.out").write_bytes(b"\x00\xff\xfe binary \x1b[31m\r\n" * 50 + fb.E900.encode())
     rc, doc = verdict(str(tmp_path))
     assert rc == 1 and doc["verdict"]["rank"] == 2
     assert any("not read" in w and "slurm-4242_9.out" in w and "no such file" in w for w in doc["warnings"])
     assert any("slurm-4242_3.out" in w and "ends mid-line" in w for w in doc["warnings"])
+    assert any("stream.log: not a regular file" in w for w in doc["warnings"])

@@ -62,21 +62,42 @@ class Layout:
     warnings: list[str] = field(default_factory=list)
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, warnings: list[str]) -> list[Path]:
     out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root, onerror=None, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        base = Path(dirpath)
-        if "manifest.json" in filenames and "output.log" in filenames:
-            out.append(base / "output.log")  # a denpex bundle: its other files are no log
-            dirnames[:] = []
+    todo = [root]
+    while todo:
+        base = todo.pop()
+        try:
+            with os.scandir(base) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            warnings.append(f"not read: {base}: {exc.strerror or exc}")
             continue
-        for name in sorted(filenames):
-            if name.startswith("."):
+        names = {e.name for e in entries}
+        if "manifest.json" in names and "output.log" in names:
+            out.append(base / "output.log")  # a denpex bundle: its other files are no log
+            continue
+        subdirs: list[Path] = []
+        for e in entries:
+            if e.name.startswith("."):
                 continue
-            p = base / name
-            if name == "error.json" or Path(name).suffix.lower() in LOG_SUFFIXES:
-                out.append(p)
+            if e.is_dir(follow_symlinks=False):
+                subdirs.append(base / e.name)
+                continue
+            if e.name != "error.json" and Path(e.name).suffix.lower() not in LOG_SUFFIXES:
+                continue
+            # a FIFO or device named like a log would block or never end; a dangling link is
+            # reported when it is opened
+            if e.is_symlink() or e.is_file(follow_symlinks=False):
+                if e.is_symlink() and e.is_dir():
+                    continue
+                if e.is_symlink() and os.path.exists(e.path) and not e.is_file():
+                    warnings.append(f"not read: {base / e.name}: not a regular file")
+                    continue
+                out.append(base / e.name)
+            else:
+                warnings.append(f"not read: {base / e.name}: not a regular file")
+        todo.extend(reversed(subdirs))
         if len(out) > MAX_FILES:
             raise DenpexError(f"{root}: more than {MAX_FILES} files; give a narrower folder")
     return out
@@ -90,7 +111,7 @@ def discover(inputs: list[str]) -> Layout:
         if not p.exists():
             raise DenpexError(f"{given}: no such file or folder")
         if p.is_dir():
-            files = _walk(p)
+            files = _walk(p, layout.warnings)
             if not files:
                 raise DenpexError(f"{given}: no log files in this folder")
             _classify(p, files, layout)
