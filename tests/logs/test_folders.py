@@ -199,3 +199,14 @@ def test_a_file_that_cannot_be_read_is_named_and_the_rest_diagnosed(tmp_path: Pa
     assert any("not read" in w and "slurm-4242_9.out" in w and "no such file" in w for w in doc["warnings"])
     assert any("slurm-4242_3.out" in w and "ends mid-line" in w for w in doc["warnings"])
     assert any("stream.log: not a regular file" in w for w in doc["warnings"])
+
+
+def test_a_pipe_given_as_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    p = fb.write(tmp_path / "x.log", fb.item_traceback("[rank3]:"))
+    r = subprocess.run(["bash", "-c", f'"{sys.executable}" -m denpex diagnose <(cat "{p}") --format json'],
+                       capture_output=True, timeout=120, check=False)
+    assert r.returncode == 1, r.stderr
+    assert json.loads(r.stdout)["verdict"]["rank"] == 3

@@ -301,8 +301,11 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
         with fh:
             try:
                 size = os.fstat(fh.fileno()).st_size
-                head = fh.read(65536)
-                fh.seek(0)
+                if fh.seekable():
+                    head = fh.read(65536)
+                    fh.seek(0)
+                else:  # a pipe (`denpex diagnose <(zcat job.log.gz)`): one pass, no head of its own
+                    ranges = 1
             except OSError as exc:
                 raise DenpexError(f"{src.display}: cannot read: {exc.strerror or exc}") from None
             spans = split_points(src.path, ranges) if ranges > 1 else [(0, size)]
