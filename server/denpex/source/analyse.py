@@ -362,7 +362,7 @@ def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | No
     ws = workspace
     resolver = Resolver(ws.lookup_module if ws is not None else (lambda _m: None),
                         ws.imported_elsewhere if ws is not None else None,
-                        ws.files_with if ws is not None else None)
+                        ws.importers if ws is not None else None)
     wrappers = _wrapper_names(config, ws, ix)
     recs, entries = _region_hits(ix, resolver, config, wrappers, cached)
     if ws is not None:
@@ -414,7 +414,7 @@ def analyse_workspace(workspace: Workspace, *, config: ScanConfig | None = None,
 
 
 def _analyse_workspace(workspace: Workspace, cfg: ScanConfig, book: RuleBook) -> dict[str, list[SourceFinding]]:
-    resolver = Resolver(workspace.lookup_module, workspace.imported_elsewhere, workspace.files_with)
+    resolver = Resolver(workspace.lookup_module, workspace.imported_elsewhere, workspace.importers)
     hits: list[Hit] = []
     wrappers = {w.rsplit(".", 1)[-1] for w in cfg.capture_wrappers} | set(cfg.capture_wrappers)
     for p in workspace.paths():

@@ -57,7 +57,7 @@ class Resolver:
     lookup_module: ModuleLookup
     # (path, name) -> another file of the workspace may import `name` from `path` (and use it there)
     imported_elsewhere: Callable[[str, str], bool] | None = None
-    files_with: FilesWith | None = None  # the workspace files whose text has a word (call sites elsewhere)
+    files_with: FilesWith | None = None  # the workspace files that may call a function of a file (call sites)
     _calls_cache: dict[str, list[Node]] = field(default_factory=dict)
     values: Values = field(init=False)
 
@@ -154,16 +154,18 @@ class Resolver:
                 continue
             f.src.need_word("register_forward_hook")
             f.src.need_word("register_forward_pre_hook")
-            q = "(call function: (attribute object: (_) @o attribute: (identifier) @m) arguments: (argument_list . (_) @h)) @c"
-            caps = run_query(q, f.src.root)
-            for o, m, h in zip(caps.get("o", []), caps.get("m", []), caps.get("h", []), strict=False):
-                if f.text(m) not in ("register_forward_hook", "register_forward_pre_hook"):
+            for call in run_query("(call function: (attribute) arguments: (argument_list)) @c", f.src.root).get("c", []):
+                fnode = call.child_by_field_name("function")
+                o = fnode.child_by_field_name("object") if fnode is not None else None
+                m = fnode.child_by_field_name("attribute") if fnode is not None else None
+                args = positional(call)
+                if o is None or m is None or not args or f.text(m) not in ("register_forward_hook",
+                                                                          "register_forward_pre_hook"):
                     continue
                 if not any(isinstance(v, Inst) and v.cls is inst.cls and (
                         v.site is None or inst.site is None or v.key() == inst.key()) for v in self.values.of(f, o)):
                     continue
-                for t in self.targets_of(self.values.of(f, h), f"{label} hook {f.text(h)}"):
-                    out.append(t)
+                out.extend(self.targets_of(self.values.of(f, args[0]), f"{label} hook {f.text(args[0])}"))
         return out
 
     def library_kind_site(self, ix: FileIndex, expr: Node, env: Env) -> Lib | None:

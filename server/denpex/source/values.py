@@ -109,7 +109,7 @@ class Super:
 
 Value = Inst | Func | ClassRef | Seq | Lib | Super
 Lookup = Callable[[str], "FileIndex | None"]
-FilesWith = Callable[[str], "list[FileIndex]"]
+FilesWith = Callable[[str, str], "list[FileIndex]"]  # (defining file, name) -> files that may call it
 
 
 def _union(groups: Iterable[list[Value]]) -> list[Value]:
@@ -129,6 +129,7 @@ class Values:
     _memo: dict[tuple[int, int], list[Value]] = field(default_factory=dict)
     _active: set[tuple[int, int]] = field(default_factory=set)
     _mro: dict[tuple[int, int], list[tuple[FileIndex, ClassInfo]]] = field(default_factory=dict)
+    _calls: dict[int, dict[str, list[Node]]] = field(default_factory=dict)  # file -> called name -> calls
 
     # ---- expressions -------------------------------------------------------------------------------------
     def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
@@ -365,25 +366,25 @@ class Values:
             body = m.body
             if body is None:
                 continue
-            caps = run_query("(assignment left: (_) @l right: (_) @r) @a\n"
-                             "(call function: (attribute object: (_) @o attribute: (identifier) @m)"
-                             " arguments: (argument_list . (_) @arg)) @c", body)
-            for left, right in zip(caps.get("l", []), caps.get("r", []), strict=False):
-                lt = ix.text(left).replace(" ", "")
-                if lt == target or (left.type == "subscript" and ix.text(left.child_by_field_name("value") or left) == target):
+            caps = run_query("(assignment) @a\n(call function: (attribute) arguments: (argument_list)) @c", body)
+            for asg in caps.get("a", []):
+                left, right = asg.child_by_field_name("left"), asg.child_by_field_name("right")
+                if left is None or right is None:
+                    continue
+                if ix.text(left).replace(" ", "") == target or (
+                        left.type == "subscript" and ix.text(left.child_by_field_name("value") or left) == target):
                     out.append((right, m))
-            for o, meth, arg in zip(caps.get("o", []), caps.get("m", []), caps.get("arg", []), strict=False):
-                if ix.text(o).replace(" ", "") == target and ix.text(meth) in ("append", "extend", "add_module"):
-                    a = arg
-                    if ix.text(meth) == "add_module":
-                        nxt = arg.next_named_sibling
-                        if nxt is None:
-                            continue
-                        a = nxt
-                    if ix.text(meth) == "extend":
-                        out.append((a, m))  # its elements: the caller takes elements of a Seq
-                    else:
-                        out.append((a, m))
+            for call in caps.get("c", []):
+                fnode = call.child_by_field_name("function")
+                o = fnode.child_by_field_name("object") if fnode is not None else None
+                meth = fnode.child_by_field_name("attribute") if fnode is not None else None
+                args = positional(call)
+                if o is None or meth is None or not args or ix.text(o).replace(" ", "") != target:
+                    continue
+                if ix.text(meth) in ("append", "extend"):
+                    out.append((args[0], m))  # extend: a list, whose elements the caller takes
+                elif ix.text(meth) == "add_module" and len(args) > 1:
+                    out.append((args[1], m))
         return out
 
     # ---- containers --------------------------------------------------------------------------------------
@@ -428,22 +429,16 @@ class Values:
         return _union(out)
 
     def call_sites(self, ix: FileIndex, fn: FuncInfo) -> list[tuple[FileIndex, Node]]:
-        """Calls `fn(...)` / `mod.fn(...)` in the function's file and in the workspace files that mention it."""
+        """Calls `fn(...)` / `mod.fn(...)` in the function's file and in the workspace files that import it."""
         ix.watched.add(fn.name)
         files = [ix]
         if self.files_with is not None:
-            files += [o for o in self.files_with(fn.name) if o is not ix]
+            files += [o for o in self.files_with(ix.path, fn.name) if o is not ix]
         out: list[tuple[FileIndex, Node]] = []
         for f in files:
-            f.src.need_word(fn.name)
-            for call in run_query("(call function: [(identifier) @f (attribute attribute: (identifier) @f)]) @c",
-                                  f.src.root).get("c", []):
-                fnode = call.child_by_field_name("function")
-                last = fnode if fnode is not None and fnode.type == "identifier" else (
-                    fnode.child_by_field_name("attribute") if fnode is not None else None)
-                if last is None or f.text(last) != fn.name:
-                    continue
+            for call in self._calls_named(f, fn.name):
                 if f is not ix:
+                    fnode = call.child_by_field_name("function")
                     vals = self.of(f, fnode, MAX_DEPTH - 1) if fnode is not None else []
                     if not any(isinstance(v, Func) and v.func is fn for v in vals):
                         continue  # another function of that name
@@ -451,6 +446,21 @@ class Values:
                 if len(out) >= MAX_SITES:
                     return out
         return out
+
+    def _calls_named(self, f: FileIndex, name: str) -> list[Node]:
+        """The calls in file `f` whose called name (`name(...)`, `x.name(...)`) is `name` (one query per file)."""
+        f.src.need_word(name)
+        table = self._calls.get(id(f))
+        if table is None or f.src.lazy is not None:
+            table = self._calls[id(f)] = {}
+            q = "(call function: [(identifier) @f (attribute attribute: (identifier) @f)]) @c"
+            for call in run_query(q, f.src.root).get("c", []):
+                fnode = call.child_by_field_name("function")
+                last = fnode if fnode is not None and fnode.type == "identifier" else (
+                    fnode.child_by_field_name("attribute") if fnode is not None else None)
+                if last is not None:
+                    table.setdefault(f.text(last), []).append(call)
+        return table.get(name, [])
 
     # ---- classes -----------------------------------------------------------------------------------------
     def base_class(self, ix: FileIndex, base: str) -> tuple[FileIndex, ClassInfo] | None:

@@ -35,6 +35,9 @@ MAX_CALL_DEPTH = 64  # a larger configured max-depth is taken as this (each leve
 _SKIP = frozenset({"function_definition", "class_definition", "decorated_definition", "lambda", "comment"})
 _EXITS = ("return_statement", "raise_statement", "continue_statement", "break_statement")
 _STATEMENT_KINDS = ("graph", "wrapper", "capture_begin")
+# methods of stateful library objects (optimizers, scalers, streams, events, generators) whose receiver is looked
+# for across files when the file itself does not build it
+_OBJECT_METHODS = frozenset({"step", "update", "synchronize", "query", "manual_seed", "zero_grad"})
 
 # work items of the traversal stack
 _VISIT, _CONDITION, _CONDITION_OF_IF = 0, 1, 2
@@ -220,7 +223,8 @@ class CaptureWalker:
         if f is None:
             return
         stmt = stmt_of(call)
-        site = CallSite(call, frame, f, q, meth, recv, self.kind(recv, frame) if recv is not None else None,
+        rk = self.kind(recv, frame, deep=meth in _OBJECT_METHODS) if recv is not None else None
+        site = CallSite(call, frame, f, q, meth, recv, rk,
                         positional(call), stmt, stmt.id in self.region_stmt_ids and frame.depth == 0)
         for claim in self.rules.claims:
             if claim.detect(self, site):
@@ -251,14 +255,16 @@ class CaptureWalker:
                                    CallStep(ix.path, al, ac, tgt.label))
 
     # ---- kinds under bindings ----------------------------------------------------------------------------
-    def kind(self, node: Node, frame: Frame) -> Kind:
+    def kind(self, node: Node, frame: Frame, deep: bool = False) -> Kind:
+        """The kind of `node` where the frame's bindings hold; `deep`: an object the file does not build
+        (`opt = build_optimizer(model)`) takes its kind from its construction wherever it is (values.py)."""
         node = strip_parens(node)
         if node.type == "identifier":
             b = frame.env.get(frame.ix.text(node))
             if b is not None:
                 return b.ix.kind(b.node)
         k = frame.ix.kind(node)
-        if k.cat in ("unknown", "param") and node.type in ("identifier", "attribute"):
+        if deep and k.cat in ("unknown", "param") and node.type in ("identifier", "attribute"):
             # an object made elsewhere (`opt = build_optimizer(model)`): its kind where it is constructed
             lib = self.resolver.library_kind_site(frame.ix, node, frame.env)
             if lib is not None:

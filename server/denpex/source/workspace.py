@@ -13,6 +13,7 @@ from denpex.source.model import TextEdit
 from denpex.source.parse import ParsedSource, parse
 
 _WORD = re.compile(r"\w+")
+MAX_IMPORTERS = 30  # files searched for the call sites of one function (jedi parses at most 6)
 _WORD_BYTES = re.compile(rb"[\w\x80-\xff]+")  # words of UTF-8 text (non-ASCII letters included)
 
 
@@ -79,7 +80,6 @@ class Workspace:
         self._word_cache: dict[str, tuple[int, frozenset[str]]] = {}
         self._imported_cache: dict[tuple[str, str], tuple[int, bool]] = {}
         self._imports: tuple[int, dict[str, set[str]]] | None = None
-        self._all_words: tuple[int, dict[str, list[str]]] | None = None
 
     # ---- files ---------------------------------------------------------------------------------------------
     def add_text(self, path: str, text: str) -> None:
@@ -204,20 +204,21 @@ class Workspace:
         self._imported_cache[key] = (self.generation, found)
         return found
 
-    def files_with(self, word: str) -> list[FileIndex]:
-        """The indexes of the workspace files whose text has `word` as a word (call sites of a function defined
-        elsewhere), from an index of every file's words rebuilt when the workspace changes."""
-        if self._all_words is None or self._all_words[0] != self.generation:
-            index: dict[str, list[str]] = {}
-            for p in self.paths():
-                for w in self._words(p):
-                    index.setdefault(w, []).append(p)
-            self._all_words = (self.generation, index)
+    def importers(self, path: str, name: str) -> list[FileIndex]:
+        """The other files that may import `name` from `path` and use it: an import statement of theirs spells
+        the module's last name or `name` itself (a package re-export), and `name` is a word of theirs. Sorted,
+        at most `MAX_IMPORTERS` (call sites of a function defined elsewhere; parsed only when asked for)."""
+        stems = {m.rsplit(".", 1)[-1] for m in module_names(path, self.roots)} | {name}
+        words = self._import_words()
+        candidates = set().union(*(words.get(stem, ()) for stem in stems)) - {path}
         out: list[FileIndex] = []
-        for p in self._all_words[1].get(word, ()):
-            ix = self.index(p)
-            if ix is not None:
-                out.append(ix)
+        for p in sorted(candidates):
+            if name in self._words(p):
+                ix = self.index(p)
+                if ix is not None:
+                    out.append(ix)
+                    if len(out) >= MAX_IMPORTERS:
+                        break
         return out
 
     def _import_words(self) -> dict[str, set[str]]:
