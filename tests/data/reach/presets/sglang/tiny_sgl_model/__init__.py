@@ -1,0 +1,1 @@
+"""TinyRoute: a small mixture-of-experts decoder served by SGLang."""

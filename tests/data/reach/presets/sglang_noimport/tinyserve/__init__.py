@@ -1,0 +1,1 @@
+"""A local stand-in for a serving runtime: same names as the real one, eager only."""

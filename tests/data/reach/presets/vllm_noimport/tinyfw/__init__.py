@@ -1,0 +1,1 @@
+"""A local stand-in for a serving engine: same names as the real one, no CUDA graphs."""

@@ -1,0 +1,9 @@
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class VllmConfig:
+    model_config: Any
+    cache_config: Any = None
+    quant_config: Any = None
