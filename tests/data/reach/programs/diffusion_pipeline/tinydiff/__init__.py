@@ -1,0 +1,3 @@
+from .pipeline import DiffusionPipeline
+
+__all__ = ["DiffusionPipeline"]

@@ -1,0 +1,3 @@
+from .backend import AttentionMetadata, PagedAttention
+
+__all__ = ["AttentionMetadata", "PagedAttention"]
