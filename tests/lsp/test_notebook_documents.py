@@ -69,7 +69,8 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest) -> 
 
 
 def cell_uri(i: int) -> str:
-    return f"vscode-notebook-cell:{NB.as_posix()}#cell{i}"
+    # as VS Code writes them: the fragment is percent-encoded base64 (pygls files the text under the decoded URI)
+    return f"vscode-notebook-cell:{NB.as_posix()}#W{i}sZmlsZQ%3D%3D"
 
 
 def open_notebook(client: LanguageClient, cells: list[str]) -> str:

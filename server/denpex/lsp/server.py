@@ -11,6 +11,7 @@ import asyncio
 import sys
 import traceback
 from collections.abc import Coroutine
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -62,9 +63,11 @@ class DenpexLanguageServer(LanguageServer):
     # documents ---------------------------------------------------------------------------------
 
     def text_document(self, uri: str) -> TextDocument | None:
-        """The open document, never a file read from disk for an unknown URI."""
-        doc: TextDocument | None = self.workspace.text_documents.get(uri)
-        return doc
+        """The open document, never a file read from disk for an unknown URI. pygls files documents under the
+        percent-decoded URI (a notebook cell's `...ipynb#W1sZmlsZQ%3D%3D`, a path with `%20`)."""
+        docs = self.workspace.text_documents
+        doc: TextDocument | None = docs.get(uri)
+        return doc if doc is not None else docs.get(unquote(uri))
 
     def publish(self, uri: str) -> None:
         """Push this URI's diagnostics (analysis + traceback layer) to the client."""
