@@ -29,7 +29,7 @@ def test_version_and_help_for_every_subcommand() -> None:
     assert r.returncode == 0 and r.stdout.startswith(b"denpex ")
     r = denpex("--help")
     assert r.returncode == 0
-    for sub in ("diagnose", "run", "collect", "rules", "explain"):
+    for sub in ("diagnose", "merge", "run", "collect", "rules", "explain"):
         assert sub.encode() in r.stdout
         h = denpex(sub, "--help")
         assert h.returncode == 0 and b"usage: denpex " + sub.encode() in h.stdout, sub

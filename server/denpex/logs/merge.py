@@ -17,7 +17,6 @@ from collections import Counter
 from typing import Any
 
 from denpex.errors import DenpexError
-from denpex.logs.layout import LogSource
 from denpex.logs.ranks import TableEntry, choose_suspect, global_from_table, writer_name
 from denpex.logs.timestamps import format_stamp
 
@@ -268,7 +267,3 @@ def _summary(v: dict[str, Any] | None, files: list[dict[str, Any]]) -> str:
     who = f"rank {v['rank']}" if v.get("rank") is not None else (
         f"local rank {v['local_rank']}" if v.get("local_rank") is not None else "unattributed")
     return f"{v['title']} — first at {v.get('file')}:{v['line']} ({who}); confidence {v['confidence']}."
-
-
-def source_of(s: dict[str, Any]) -> LogSource:
-    return LogSource(**s["source"])
