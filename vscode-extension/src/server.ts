@@ -156,6 +156,8 @@ export class DenpexServer implements vscode.Disposable {
       documentSelector: [
         { scheme: 'file', language: 'python' },
         { scheme: 'untitled', language: 'python' },
+        // the Python cells of Jupyter notebooks (the server syncs them as notebook documents)
+        { notebook: '*', language: 'python' },
         { scheme: 'file', language: 'log' },
         { scheme: 'file', pattern: '**/*.{log,out,err}' },
       ],
