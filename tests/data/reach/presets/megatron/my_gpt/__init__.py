@@ -1,0 +1,1 @@
+"""GPT variants with gated residual branches, built on Megatron Core."""

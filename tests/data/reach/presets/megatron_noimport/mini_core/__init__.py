@@ -1,0 +1,1 @@
+"""A small eager training library with Megatron-like names (no CUDA graphs)."""

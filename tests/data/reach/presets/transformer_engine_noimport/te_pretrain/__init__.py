@@ -1,0 +1,1 @@
+"""Small FP8 pre-training run on TransformerEngine modules."""
