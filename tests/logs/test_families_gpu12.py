@@ -140,3 +140,20 @@ def test_every_gpu_log_is_diagnosed_as_before_the_new_families() -> None:
         if got != want:
             changed.append(f"{rel}: {want} -> {got}")
     assert not changed, "\n".join(changed)
+
+
+@pytest.mark.parametrize("name", ["oom_capture_single", "oom_capture_pool"])
+def test_oom_inside_a_graph_block_of_the_users_file_is_an_oom_during_capture(name: str, tmp_path: Path) -> None:
+    """Where the job's source is on the machine (diagnosing where it ran), the failing line of the H200 run lies
+    in its `with torch.cuda.graph(g):` block, so the OOM is one of capture. The committed log names
+    /workspace/cases12, which is not here: the copy of the log points at a copy of the program instead."""
+    prog = REPO / "tests" / "gpu" / "cases12" / f"{name}.py"
+    (tmp_path / prog.name).write_bytes(prog.read_bytes())
+    log = tmp_path / f"{name}.log"
+    log.write_text((LOGS12 / "gpu" / f"{name}.log").read_text().replace("/workspace/cases12", str(tmp_path)))
+    v = _cli_json(log)["verdict"]
+    assert isinstance(v, dict)
+    assert (v["rule"], v["via"]) == ("alloc-oom-during-capture", "cuda-oom")
+    assert v["phase"]["name"] == "capture" and "inside the `with ...graph(...)` block" in v["phase"]["evidence"]
+    # without the source (the committed log), the log alone does not say capture
+    assert _cli_json(LOGS12 / "gpu" / f"{name}.log")["verdict"]["rule"] == "cuda-oom"  # type: ignore[index]

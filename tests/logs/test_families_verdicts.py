@@ -4,6 +4,8 @@ lines, and an adjacent failure says so. Texts are the libraries' own (see each r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from denpex.logs import diagnose_text
 from denpex.logs.diagnose import Verdict
 
@@ -165,3 +167,20 @@ def test_json_verdict_carries_code_phase_and_relation() -> None:
                                 "meaning": j["status_code"]["meaning"]}
     assert j["phase"] is None and j["graph_related"] == "no"
     assert d.to_json()["findings"][0]["status_code"]["number"] == 209
+
+
+def test_source_phase_reads_only_what_it_can_parse(tmp_path: Path) -> None:
+    from denpex.logs import phase
+    from denpex.logs.traceback import Frame
+
+    good = tmp_path / "step.py"
+    good.write_text("import torch\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = x * 2\nz = 1\n")
+    broken = tmp_path / "broken.py"
+    broken.write_text("def (:\n")
+    assert phase.from_source([Frame(str(good), 4, "<module>", "y = x * 2", 1)]) is not None
+    assert phase.from_source([Frame(str(good), 5, "<module>", "z = 1", 1)]) is None  # after the block
+    assert phase.from_source([Frame(str(broken), 1, "<module>", "", 1)]) is None
+    assert phase.from_source([Frame(str(tmp_path / "gone.py"), 4, "f", "", 1)]) is None
+    big = tmp_path / "big.py"
+    big.write_text("with torch.cuda.graph(g):\n    y = 1\n" + "#" * (phase.MAX_SOURCE_BYTES + 10))
+    assert phase.from_source([Frame(str(big), 2, "<module>", "y = 1", 1)]) is None

@@ -411,7 +411,8 @@ def _verdict_for(c: _Collector, book: RuleBook, f: Finding, confidence: str) -> 
     frames = frames_before([*lines, (f.line, f.text)], f.who.rank, f.who.local_rank) if lines else []
     v = Verdict(rule, f, confidence, lines, frames, [])
     v.phase = (phase.from_frames(frames) or _phase_later_in_event(c, f)
-               or phase.from_lines(c.phase_marks, f.line) or _implied_phase(book, rule))
+               or phase.from_lines(c.phase_marks, f.line) or phase.from_source(frames)
+               or _implied_phase(book, rule))
     refined = _refine(book, rule, frames, lines, v.phase)
     if refined is not None:
         v.via = rule.id

@@ -8,8 +8,11 @@ the last phase line a framework printed before the failure (vLLM's "Capturing CU
 
 from __future__ import annotations
 
+import ast
+import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from denpex.logs.traceback import Frame
 
@@ -81,3 +84,51 @@ def from_lines(markers: list[tuple[int, str, Phase | None]], before: int) -> Pha
     if last is None or last[2] is None:
         return None
     return PhaseEvidence(last[2], f"after the framework's '{last[1]}' line (line {last[0]})", last[0])
+
+
+MAX_SOURCE_BYTES = 2 << 20  # a frame's file larger than this is not read
+
+
+@lru_cache(maxsize=64)
+def _capture_blocks(path: str, mtime_ns: int) -> tuple[tuple[int, int, int], ...]:
+    """(with-line, first body line, last body line) of each `with ...graph(...)` block in a Python file.
+
+    The file is parsed, never run."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SOURCE_BYTES + 1)
+        if len(data) > MAX_SOURCE_BYTES:
+            return ()
+        tree = ast.parse(data, filename=path)
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return ()
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.With, ast.AsyncWith)) or not node.body:
+            continue
+        for item in node.items:
+            call = item.context_expr
+            func = call.func if isinstance(call, ast.Call) else None
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "graph":  # torch.cuda.graph(g), cuda.graph(g, pool=...), graph(g)
+                out.append((node.lineno, node.body[0].lineno, node.end_lineno or node.body[-1].lineno))
+                break
+    return tuple(out)
+
+
+def from_source(frames: list[Frame]) -> PhaseEvidence | None:
+    """The failing line of a user frame lies inside a `with torch.cuda.graph(...)` block of its file, when
+    that file is on this machine (diagnosing where the job ran)."""
+    for fr in reversed(frames):
+        if fr.is_library or not fr.path.endswith(".py"):
+            continue
+        try:
+            st = os.stat(fr.path)
+        except (OSError, ValueError):
+            continue
+        for with_line, first, last in _capture_blocks(fr.path, st.st_mtime_ns):
+            if first <= fr.line <= last:
+                name = fr.path.replace("\\", "/").rsplit("/", 1)[-1]
+                return PhaseEvidence("capture", f"line {fr.line} of {name} is inside the `with ...graph(...)` block "
+                                     f"at line {with_line}", None)
+    return None

@@ -33,7 +33,7 @@ _RELATED = {
 def _refined_by(v: Verdict) -> str:
     r = v.rule
     if r.refine_phase is not None and v.phase is not None and v.phase.phase == r.refine_phase:
-        return f"because the log puts it in {r.refine_phase}"
+        return f"because it happened during {r.refine_phase}"
     if r.refine_code is not None:
         return "by the failing source line"
     if r.refine_frames is not None:
