@@ -27,7 +27,7 @@ from my_gpt.attention import ProfiledSelfAttention
 from my_gpt.layers import GatedResidualLayer
 from my_gpt.optimizer import DriftLoggingOptimizer
 
-# build_optimizer in mini_core.training reads this module-level name.
+# The training loop looks the optimizer class up through this module-level name.
 mcore_optimizer.DistributedOptimizer = DriftLoggingOptimizer
 
 

@@ -118,6 +118,13 @@ class TinyRouteModel(nn.Module):
         return self.norm(hidden_states)
 
 
+class WeightNormProbe(nn.Module):
+    """Reports the norm of a loaded weight; only used while loading, never in the forward."""
+
+    def forward(self, weight: torch.Tensor) -> float:
+        return weight.float().norm().item()  # ok: capture-item-sync
+
+
 class TinyRouteForCausalLM(nn.Module):
     def __init__(self, config, quant_config=None, prefix: str = "") -> None:
         super().__init__()
@@ -147,7 +154,7 @@ class TinyRouteForCausalLM(nn.Module):
             param = params[name]
             weight_loader = getattr(param, "weight_loader", default_weight_loader)
             weight_loader(param, loaded_weight)
-        gate_norm = params["model.layers.0.mlp.gate.weight"].norm().item()  # ok: capture-item-sync
+        gate_norm = WeightNormProbe()(params["model.layers.0.mlp.gate.weight"])
         first_rows = params["lm_head.weight"][:4].cpu()  # ok: capture-host-copy
         logger.info("router gate norm %.4f, lm_head rows %s", gate_norm, first_rows)
 
