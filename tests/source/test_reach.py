@@ -12,6 +12,8 @@ hooks, optimizer factories, custom optimizers, graphed/compiled models, relative
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from denpex.source.analyse import analyse_workspace
 from denpex.source.workspace import Workspace
 from tests.source.reach_score import (
     REACH,
+    REPO,
     Finding,
     LineNotes,
     Score,
@@ -66,6 +69,7 @@ PRECISION_XFAIL: dict[str, str] = {
 }
 
 WORKSPACES = workspaces()
+BENCH = REPO / "bench" / "bench_reach.py"
 NAMES = [d.name for d in WORKSPACES]
 
 
@@ -178,3 +182,40 @@ def test_incremental_equals_fresh() -> None:
 def test_incremental_hazard_appears_and_disappears() -> None:
     for name, living, _, want in _incremental_steps():
         assert living == want, name
+
+
+# ---- bench/bench_reach.py on a real-tree layout: a truth TSV, unlisted lines unreviewed ----
+
+def test_bench_scores_a_tree_against_its_truth_file(tmp_path: Path) -> None:
+    tree = tmp_path / "proj"
+    tree.mkdir()
+    (tree / "step.py").write_text(
+        "import torch\n\n"
+        "def body(x):\n"
+        "    return x.sum().item()\n\n"  # line 4: a hazard, flagged through the call
+        "x = torch.randn(8, device='cuda')\n"
+        "g = torch.cuda.CUDAGraph()\n"
+        "with torch.cuda.graph(g):\n"
+        "    y = body(x)\n"
+        "    z = x.cpu()\n"  # line 10: a hazard the truth file leaves out (unreviewed)
+        "g.replay()\n"
+        "print(y.item())\n",  # line 12: reviewed ok; a grep hit that is not a hazard
+        encoding="utf-8")
+    truth = tmp_path / "truth.tsv"
+    truth.write_text("repo\tcommit\tpath\tline\trule\tverdict\n"
+                     "me/proj\tabc\tstep.py\t4\tcapture-item-sync\thazard\n"
+                     "me/proj\tabc\tstep.py\t12\tcapture-item-sync\tok\n", encoding="utf-8")
+    out = tmp_path / "rows.json"
+    r = subprocess.run([sys.executable, str(BENCH), "--trees-only",
+                        "--tree", str(tree), "--truth", str(truth), "--json", str(out)],
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    row = next(x for x in json.loads(out.read_text(encoding="utf-8")) if x["name"] == "tree/proj")
+    assert (row["hazards"], row["found"], row["false_pos"], row["unreviewed"]) == (1, 1, 0, 1)
+    assert (row["grep_hits"], row["grep_found"], row["grep_not_hazard"], row["grep_unreviewed"]) == (3, 1, 1, 1)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("path\tline\trule\tverdict\nstep.py\t4\tcapture-item-sync\tmaybe\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, str(BENCH), "--trees-only",
+                        "--tree", str(tree), "--truth", str(bad)], capture_output=True, text=True, timeout=300,
+                       check=False)
+    assert r.returncode != 0 and "verdict must be hazard or ok" in r.stderr and "Traceback" not in r.stderr
