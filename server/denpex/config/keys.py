@@ -52,6 +52,8 @@ KEYS: tuple[Key, ...] = (
         aliases=("extraCaptureWrappers", "wrappers")),
     Key("graphed_callables", "names", (), True,
         "extra qualified names of calls that capture the callable passed as their first argument"),
+    Key("capture_entry_points", "names", (), True,
+        'functions captured by code Denpex cannot see, as "pkg.module:Class.method" or "pkg.module:function"'),
     Key("guards", "names", (), True, 'extra names of "are we capturing?" predicates', aliases=("guardNames",)),
     Key("max_depth", "count", 4, True, "how many calls deep a capture region is followed"),
     Key("unsafe_fixes", "bool", False, True,

@@ -51,6 +51,8 @@ class Resolved:
     options: Mapping[str, Value] = field(default_factory=dict)
     """Field name -> effective value, for every key."""
     errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    """Unknown keys in editor settings: editors may send more than the server reads (not an error)."""
 
     def bool(self, name: str) -> bool:
         return bool(self.options[name])
@@ -100,6 +102,7 @@ class _Resolver:
         self.book = book
         self.strict = strict
         self.errors: list[str] = []
+        self.warnings: list[str] = []
 
     def problem(self, message: str) -> None:
         if self.strict:
@@ -131,9 +134,11 @@ class _Resolver:
                     self.problem(f"{layer.origin} {name}{sep} {exc}")
                     continue
                 chosen[key.field] = (value, layer.origin, name)
-            if unknown:
+            if unknown and layer.project:
                 hint = f" ({', '.join(sorted(editor_only))}: editor settings only)" if editor_only else ""
                 self.problem(f"{layer.origin} unknown key(s): {', '.join(sorted(unknown))}{hint}")
+            elif unknown:
+                self.warnings.append(f"{layer.origin} unknown key(s), ignored: {', '.join(sorted(unknown))}")
         return chosen
 
     def rules(self, selectors: Iterable[str]) -> set[str]:
@@ -175,8 +180,9 @@ def resolve(layers: Sequence[Layer], book: RuleBook, *, strict: bool) -> Resolve
         guards=frozenset(cast(tuple[str, ...], options["guards"])),
         max_depth=cast(int, options["max_depth"]),
         graphed_callables=frozenset(cast(tuple[str, ...], options["graphed_callables"])),
+        capture_entry_points=frozenset(cast(tuple[str, ...], options["capture_entry_points"])),
     )
-    return Resolved(scan, severity, options, tuple(r.errors))
+    return Resolved(scan, severity, options, tuple(r.errors), tuple(r.warnings))
 
 
 def _analyser_severities(severity: Mapping[str, RuleSeverity]) -> dict[str, Severity]:

@@ -32,6 +32,7 @@ from denpex.source.around import AroundIndex, around_region
 from denpex.source.callgraph import Resolver
 from denpex.source.chunks import SEED_WORDS
 from denpex.source.config import ScanConfig
+from denpex.source.entrypoints import entry_regions, may_have_entries
 from denpex.source.facts import fresh_name, logging_level_low
 from denpex.source.fixes import apply_edits
 from denpex.source.hits import Hit, Sink, branch_head
@@ -112,11 +113,12 @@ def _may_open(ix: FileIndex, extra: Iterable[str]) -> bool:
     return may_open(ix.src.text, extra)
 
 
-def _regions(ix: FileIndex, config: ScanConfig, wrappers: set[str]) -> list[CaptureRegion]:
-    """The file's capture regions (none without a capture word: no tree walk)."""
-    if not _may_open(ix, wrappers | config.graphed_callables):
-        return []
-    return find_regions(ix, wrappers, graphed=config.graphed_callables)
+def _regions(ix: FileIndex, config: ScanConfig, wrappers: set[str], resolver: Resolver) -> list[CaptureRegion]:
+    """The file's capture regions (none without a capture word: no tree walk), then the functions a framework
+    preset or `capture-entry-points` names as captured (entrypoints.py)."""
+    found = find_regions(ix, wrappers, graphed=config.graphed_callables) if _may_open(
+        ix, wrappers | config.graphed_callables) else []
+    return found + entry_regions(ix, resolver.values, config.capture_entry_points)
 
 
 def _enabled_rules(config: ScanConfig) -> RuleSet:
@@ -134,7 +136,7 @@ def _detect(region: CaptureRegion, resolver: Resolver, config: ScanConfig, aroun
 def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: set[str]) -> list[Hit]:
     hits: list[Hit] = []
     around = AroundIndex(ix)  # the code after the captures, indexed once for all regions of the file
-    for region in _regions(ix, config, wrappers):
+    for region in _regions(ix, config, wrappers, resolver):
         _detect(region, resolver, config, around, hits.append)
     return hits
 
@@ -165,15 +167,23 @@ def _doubt(h: Hit) -> str:
     """Why a hit may not happen, as a message suffix ("" when nothing says so)."""
     if h.region.uncertain:
         return _OPEN_MODE
+    ep = h.region.entry
+    if ep is not None and ep.conditional:
+        return ep.note()  # captured only with the framework's CUDA graphs on
     head = branch_head(h.ix.src, h.node, h.region.anchor if h.ix is h.region.ix else None) or h.branch
     return f" (only if the branch `{head}` runs)" if head else ""
 
 
+def _note(h: Hit) -> str:
+    ep = h.region.entry
+    return ep.note() if ep is not None and not ep.conditional else ""
+
+
 def _worded(rule: Rule, config: ScanConfig, severity: Severity | None, message: str | None,
-            doubt: str) -> tuple[Severity, str]:
+            doubt: str, note: str = "") -> tuple[Severity, str]:
     """A finding's severity (the configured one, else the hit's or the rule's, capped when in doubt) and message."""
     sev = config.severity.get(rule.id) or _capped(severity or rule.severity, bool(doubt))
-    return sev, (message or (rule.source.message if rule.source is not None else rule.title)) + doubt
+    return sev, (message or (rule.source.message if rule.source is not None else rule.title)) + doubt + note
 
 
 def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_path: str | None) -> list[SourceFinding]:
@@ -211,6 +221,7 @@ class _Rec:
     chain: tuple[str, ...]
     doubt: str = ""  # why it may not happen (see _doubt)
     steps: tuple[CallStep, ...] = ()
+    note: str = ""  # what captures it, when that is not in doubt (an unconditional framework entry point)
 
 
 def _rec(h: Hit) -> _Rec:
@@ -219,7 +230,7 @@ def _rec(h: Hit) -> _Rec:
     el, ec = src.end(h.node)
     r = h.region
     return _Rec(h.hazard, h.node.start_byte, h.node.end_byte, sl, sc, el, ec, h.severity, h.message,
-                CaptureSite(r.ix.path, r.line, r.kind), tuple(h.fixes), h.chain, _doubt(h), h.steps)
+                CaptureSite(r.ix.path, r.line, r.kind), tuple(h.fixes), h.chain, _doubt(h), h.steps, _note(h))
 
 
 def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src: ParsedSource,
@@ -246,7 +257,7 @@ def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src:
             table = suppressions(src)
         if is_suppressed(table, r.sl, rule.id, rule.code):
             continue
-        severity, message = _worded(rule, config, r.severity, r.message, r.doubt)
+        severity, message = _worded(rule, config, r.severity, r.message, r.doubt, r.note)
         out.append(SourceFinding(
             rule=rule.id, code=rule.code, severity=severity, message=message, path=path,
             start_line=r.sl, start_col=r.sc, end_line=r.el, end_col=r.ec, hazard=r.hazard,
@@ -309,7 +320,7 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
     reported, so they are analysed together)."""
     recs: list[_Rec] = []
     entries: list[_RegionEntry] = []
-    regions = _regions(ix, config, wrappers)
+    regions = _regions(ix, config, wrappers, resolver)
     owners: list[Node | None] = [_owner_of(r.anchor) for r in regions]
     owner_keys = [o.start_byte if o is not None else -1 for o in owners]
     reuse: set[int] = set()
@@ -371,7 +382,8 @@ def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | No
             if p == ix.path:
                 continue
             text = ws.text(p) or ""
-            if (stem != "__init__" and stem not in text) or not may_open(text, wrappers):
+            if (stem != "__init__" and stem not in text) or not (
+                    may_open(text, wrappers) or may_have_entries(text, config.capture_entry_points)):
                 continue
             other = ws.index(p)
             if other is None or not any(m in ix.path.replace("/", ".") for m in other.imports.all_modules()):
@@ -424,7 +436,8 @@ def _analyse_workspace(workspace: Workspace, cfg: ScanConfig, book: RuleBook) ->
             if ix is not None:
                 wrappers |= contextmanager_wrappers(ix)
     for p in workspace.paths():
-        if not may_open(workspace.text(p) or "", wrappers):
+        text = workspace.text(p) or ""
+        if not may_open(text, wrappers) and not may_have_entries(text, cfg.capture_entry_points):
             continue
         ix = workspace.index(p)
         if ix is not None:

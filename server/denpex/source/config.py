@@ -5,6 +5,7 @@
     ignore = ["empty-cache-around-capture"]
     capture-wrappers = ["capture_to_graph", "mypkg.graphs.capture"]  # extra capture openers
     graphed-callables = ["mypkg.graphs.graphed"]      # extra calls that capture their first argument
+    capture-entry-points = ["mypkg.model:Net.forward"] # functions the project captures with no capture site here
     guards = ["is_graph_capturing"]                    # extra "am I capturing?" predicates
     max-depth = 4                                      # call-following depth
     unsafe-fixes = true                                # --fix applies unsafe fixes too
@@ -38,6 +39,7 @@ class ScanConfig:
     guards: frozenset[str] = frozenset()
     max_depth: int = 4
     graphed_callables: frozenset[str] = frozenset()
+    capture_entry_points: frozenset[str] = frozenset()  # "pkg.mod:Class.method": captured by the project's code
 
     def enabled(self, rule_id: str) -> bool:
         if rule_id in self.ignore:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
@@ -45,10 +46,13 @@ _OPENERS = """
 (assignment left: (attribute) @cfg_left right: (true)) @cfg
 """
 
+if TYPE_CHECKING:
+    from denpex.source.entrypoints import EntryPoint
+
 
 @dataclass
 class CaptureRegion:
-    kind: str  # graph | wrapper | capture_begin | graphed_callables | compile
+    kind: str  # graph | wrapper | capture_begin | graphed_callables | compile | entry
     ix: FileIndex
     site: Node  # node whose start is the capture site
     anchor: Node  # statement that opens the capture (with statement, begin statement, call statement)
@@ -65,6 +69,8 @@ class CaptureRegion:
     # a torch.compile whose mode the text does not settle (a variable, a `**kwargs` dict built elsewhere):
     # its findings are reported at a lower severity
     uncertain: bool = False
+    # kind "entry": the framework preset entry point that captures this function (None: configured by the user)
+    entry: EntryPoint | None = None
 
     @property
     def line(self) -> int:
@@ -347,7 +353,7 @@ def find_regions(
             target = strip_parens(pos[0])
             callables = list(target.named_children) if target.type in ("tuple", "list") else [target]
             regions.append(
-                CaptureRegion(kind="graphed_callables", ix=ix, site=call, anchor=_stmt_of(call),
+                CaptureRegion(kind="graphed_callables", ix=ix, site=call, anchor=ix.src.nav.statement_of(call),
                               callables=callables)
             )
         elif q == "torch.compile" or (
@@ -359,7 +365,7 @@ def find_regions(
             uses_cg = mode in CG_MODES or cudagraph_flag or _options_cudagraphs(ix, call)
             if not uses_cg and not open_mode:
                 continue
-            region = CaptureRegion(kind="compile", ix=ix, site=call, anchor=_stmt_of(call), compile_call=call,
+            region = CaptureRegion(kind="compile", ix=ix, site=call, anchor=ix.src.nav.statement_of(call), compile_call=call,
                                    mode_node=mode_node, uncertain=not uses_cg)
             parent = call.parent
             if parent is not None and parent.type == "decorator":
@@ -423,11 +429,9 @@ def _options_cudagraphs(ix: FileIndex, call: Node) -> bool:
     return False
 
 
-def _stmt_of(node: Node) -> Node:
-    n = node
-    while n.parent is not None and n.parent.type not in ("block", "module"):
-        n = n.parent
-    return n
+
+
+_WITH_OR_SCOPE = frozenset({"with_statement", "function_definition", "module"})
 
 
 def opens_stream_context(ix: FileIndex, stmt: Node) -> bool:
@@ -446,11 +450,10 @@ def opens_stream_context(ix: FileIndex, stmt: Node) -> bool:
 
 def is_inside_stream_context(ix: FileIndex, node: Node) -> bool:
     """Lexically inside `with torch.cuda.stream(...)` (or a `torch.cuda.set_stream` earlier in the block)."""
-    p = node.parent
-    while p is not None:
+    nav = ix.src.nav
+    p = nav.enclosing(node, _WITH_OR_SCOPE)
+    while p is not None and p.type == "with_statement":
         if opens_stream_context(ix, p):
             return True
-        if p.type in ("function_definition", "module"):
-            break
-        p = p.parent
+        p = nav.enclosing(p, _WITH_OR_SCOPE)
     return False

@@ -65,6 +65,11 @@ class CaptureWalker:
         root = Frame(r.ix, EMPTY_ENV, (), 0)
         if r.kind in _STATEMENT_KINDS:
             self._walk(list(r.stmts), root)
+        elif r.kind == "entry":  # a function a framework (or the configuration) captures
+            for fn_node in r.functions:
+                info = r.ix.by_node.get(fn_node.id)
+                if info is not None:
+                    self.enter(r.ix, info, EMPTY_ENV, root, info.name)
         elif r.kind == "graphed_callables":
             for expr in r.callables:
                 line, col = r.ix.src.start(expr)

@@ -15,7 +15,7 @@ def _default_rng(w: Walk, c: CallSite) -> None:
     q = c.qualname
     if q is None or not q.startswith("torch") or q.rsplit(".", 1)[-1] not in RNG_FUNCS:
         return
-    if w.state.get(_ID) or w.region.kind == "graphed_callables" or kwarg(c.ix, c.node, "generator") is not None:
+    if w.state.get(_ID) or w.region.kind in ("graphed_callables", "entry") or kwarg(c.ix, c.node, "generator") is not None:
         return
     w.state[_ID] = True
     w.report("default-generator-rng", c.node, c.frame)

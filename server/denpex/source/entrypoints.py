@@ -1,0 +1,224 @@
+"""Code a framework captures with no capture site in the user's files: the presets in `source/presets/*.yaml`
+(vLLM, SGLang, Megatron-LM, TensorRT-LLM, TransformerEngine) and the project's own
+`[tool.denpex] capture-entry-points = ["pkg.mod:Class.method", "pkg.mod:function"]`.
+
+A preset turns on for a file that imports one of its `detect` modules. Its entry points select methods of the
+file's classes: by a library base class (`subclass_of`, through the class's bases in the workspace), a class
+decorator (`decorated_with`), or the module-level name a model registry reads (`module_assigns`), optionally only
+in files importing some module (`in_files_importing`). Each selected function becomes a capture region of kind
+`entry`; its findings name the framework path that captures it, and are warnings where capture depends on the
+user's flags (`conditional`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+from tree_sitter import Node
+
+from denpex.errors import DenpexError
+from denpex.source.index import ClassInfo, FileIndex, FuncInfo
+from denpex.source.parse import strip_parens
+from denpex.source.regions import CaptureRegion
+from denpex.source.values import Values
+from denpex.source.workspace import module_names
+
+PRESETS = Path(__file__).resolve().parent / "presets"
+_MATCHERS = ("subclass_of", "decorated_with", "module_assigns")
+_KEYS = frozenset({"methods", *_MATCHERS, "in_files_importing", "captured_by", "unless", "conditional"})
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    framework: str
+    methods: tuple[str, ...]
+    subclass_of: tuple[str, ...] = ()
+    decorated_with: tuple[str, ...] = ()
+    module_assigns: tuple[str, ...] = ()
+    in_files_importing: tuple[str, ...] = ()
+    captured_by: str = ""
+    unless: str = ""
+    conditional: bool = True
+
+    def note(self) -> str:
+        """The message suffix of a finding reached from this entry point."""
+        unless = f"; not when {self.unless}" if self.unless else ""
+        return f" (captured by {self.framework}: {self.captured_by}{unless})"
+
+
+@dataclass(frozen=True)
+class Preset:
+    framework: str
+    detect: tuple[str, ...]
+    entry_points: tuple[EntryPoint, ...]
+
+
+def _strings(v: object, where: str) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        raise DenpexError(f"{where}: expected a list of names")
+    return tuple(v)
+
+
+def load_preset(path: Path) -> Preset:
+    """One preset file; DenpexError (one line, naming the file) when it does not follow the schema."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise DenpexError(f"{path}: unreadable preset ({type(e).__name__})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("framework"), str):
+        raise DenpexError(f"{path}: a preset needs `framework`, `detect` and `entry_points`")
+    fw = data["framework"]
+    eps: list[EntryPoint] = []
+    for i, ep in enumerate(data.get("entry_points") or []):
+        where = f"{path}: entry_points[{i}]"
+        if not isinstance(ep, dict) or set(ep) - _KEYS:
+            raise DenpexError(f"{where}: unknown key(s) {sorted(set(ep) - _KEYS) if isinstance(ep, dict) else ep}")
+        if not any(ep.get(m) for m in _MATCHERS):
+            raise DenpexError(f"{where}: needs one of {', '.join(_MATCHERS)}")
+        eps.append(EntryPoint(
+            fw, _strings(ep.get("methods"), where) or ("forward",), _strings(ep.get("subclass_of"), where),
+            _strings(ep.get("decorated_with"), where), _strings(ep.get("module_assigns"), where),
+            _strings(ep.get("in_files_importing"), where), str(ep.get("captured_by") or ""),
+            str(ep.get("unless") or ""), bool(ep.get("conditional", True))))
+    return Preset(fw, _strings(data.get("detect"), f"{path}: detect"), tuple(eps))
+
+
+@cache
+def presets() -> tuple[Preset, ...]:
+    return tuple(load_preset(p) for p in sorted(PRESETS.glob("*.yaml")))
+
+
+def _imports(ix: FileIndex, prefixes: tuple[str, ...]) -> bool:
+    mods = ix.imports.all_modules()
+    return any(m == p or m.startswith(p + ".") for m in mods for p in prefixes)
+
+
+def _same_class(found: str, wanted: str) -> bool:
+    """A base or decorator names the wanted library class: the same qualified name, or the same class name
+    under the same top-level package (frameworks move classes between versions)."""
+    if found == wanted:
+        return True
+    return found.rsplit(".", 1)[-1] == wanted.rsplit(".", 1)[-1] and found.split(".", 1)[0] == wanted.split(".", 1)[0]
+
+
+def _decorators(ix: FileIndex, cls: ClassInfo) -> list[str]:
+    p = cls.node.parent
+    if p is None or p.type != "decorated_definition":
+        return []
+    out = []
+    for d in p.named_children:
+        if d.type != "decorator" or not d.named_child_count:
+            continue
+        e = strip_parens(d.named_children[0])
+        if e.type == "call":
+            e = e.child_by_field_name("function") or e
+        q = ix.qualname(e)
+        if q:
+            out.append(q)
+    return out
+
+
+def _registered(ix: FileIndex, names: tuple[str, ...]) -> set[str]:
+    """Class names assigned at module level to one of `names` (`EntryClass = Model`, `= [A, B]`)."""
+    out: set[str] = set()
+    for name in names:
+        ix.src.need_word(name)
+        for a in ix.scope(ix.src.root).assigns.get(name, []):
+            v = strip_parens(a.value) if a.value is not None else None
+            elems = list(v.named_children) if v is not None and v.type in ("list", "tuple") else [v]
+            for e in elems:
+                if e is not None and e.type == "identifier":
+                    out.add(ix.text(e))
+    return out
+
+
+def _selected(ix: FileIndex, ep: EntryPoint, values: Values) -> list[tuple[ClassInfo, FuncInfo]]:
+    if ep.in_files_importing and not _imports(ix, ep.in_files_importing):
+        return []
+    registered = _registered(ix, ep.module_assigns) if ep.module_assigns else set()
+    out: list[tuple[ClassInfo, FuncInfo]] = []
+    for cls in list(ix.classes.values()):
+        ok = cls.name in registered
+        if not ok and ep.subclass_of:
+            bases = values.library_bases(ix, cls)
+            ok = any(_same_class(b, w) for b in bases for w in ep.subclass_of)
+        if not ok and ep.decorated_with:
+            ok = any(_same_class(d, w) for d in _decorators(ix, cls) for w in ep.decorated_with)
+        if not ok:
+            continue
+        for m in ep.methods:
+            for cix, c in values.mro(ix, cls):
+                fn = c.methods.get(m)
+                if fn is not None:
+                    if cix is ix:  # a method inherited from another file is that file's entry point
+                        out.append((cls, fn))
+                    break
+    return out
+
+
+def _configured(ix: FileIndex, entries: frozenset[str]) -> list[tuple[FuncInfo, str]]:
+    """`pkg.mod:Class.method` / `pkg.mod:function` entries that name a function of this file."""
+    names = set(module_names(ix.path))
+    out: list[tuple[FuncInfo, str]] = []
+    for entry in sorted(entries):
+        mod, _, obj = entry.partition(":")
+        if mod not in names or not obj:
+            continue
+        cls_name, _, meth = obj.rpartition(".")
+        if cls_name:
+            cls = ix.classes.get(cls_name)
+            fn = cls.methods.get(meth) if cls is not None else None
+        else:
+            fn = ix.module_funcs.get(meth)
+        if fn is not None:
+            out.append((fn, entry))
+    return out
+
+
+@cache
+def _words_of(pr: Preset) -> tuple[str, ...]:
+    """The names one of a preset's entry points needs to see in a file: its classes, decorators, registries."""
+    out = {n.rsplit(".", 1)[-1] for ep in pr.entry_points for n in (*ep.subclass_of, *ep.decorated_with)}
+    out |= {n for ep in pr.entry_points for n in ep.module_assigns}
+    return tuple(sorted(out))
+
+
+def may_have_entries(text: str, entries: frozenset[str]) -> bool:
+    """Cheap text prefilter: a preset's framework and one of its class, decorator or registry names are named in
+    the file (a class that reaches a framework base only through another workspace file is not selected), or a
+    configured entry point's function is."""
+    for pr in presets():
+        if any(p.split(".", 1)[0] in text for p in pr.detect) and any(w in text for w in _words_of(pr)):
+            return True
+    return any(e.partition(":")[2].rsplit(".", 1)[-1] in text for e in entries)
+
+
+def entry_regions(ix: FileIndex, values: Values, entries: frozenset[str] = frozenset()) -> list[CaptureRegion]:
+    """The capture regions of kind `entry` of a file: its functions a framework preset or the configuration
+    names as captured."""
+    if not may_have_entries(ix.src.text, entries):
+        return []
+    out: list[CaptureRegion] = []
+    seen: set[int] = set()
+
+    def add(fn: FuncInfo, ep: EntryPoint | None) -> None:
+        if fn.node.id in seen:
+            return
+        seen.add(fn.node.id)
+        name: Node = fn.node.child_by_field_name("name") or fn.node
+        out.append(CaptureRegion(kind="entry", ix=ix, site=name, anchor=fn.node, functions=[fn.node], entry=ep))
+
+    for fn, _entry in _configured(ix, entries):
+        add(fn, None)
+    for pr in presets():
+        if not _imports(ix, pr.detect):
+            continue
+        for ep in pr.entry_points:
+            for _cls, fn in _selected(ix, ep, values):
+                add(fn, ep)
+    return out
