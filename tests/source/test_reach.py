@@ -57,10 +57,11 @@ RECALL_XFAIL: dict[str, str] = {
     "training_pkg": "total.to(\"cpu\") is not recognised as a device-to-host copy (detector)",
     "inference_server": "model from a factory in a package __init__, zip() over a ModuleList, then"
                         " self.attn.forward(...) on a plain object: 5 calls from self.runner.forward(...)",
-    "diffusion_pipeline": "pipe.unet = torch.compile(pipe.unet, mode='reduce-overhead') on an attribute: the"
-                          " pipeline's self.unet calls and the UNet's callees are not treated as compiled",
-    "fast_decode": "decode_one_token rebound by `global` to torch.compile(...) of a function imported from"
-                   " another module; compile rules not applied in callees (KVCache.update)",
+    "diffusion_pipeline": "pipe.unet / pipe.vae = torch.compile(..., mode='reduce-overhead') on attributes: the"
+                          " pipeline's self.unet(...) calls (classifier-free guidance) and the VAE's callees are"
+                          " not treated as compiled",
+    "fast_decode": "decode_one_token rebound by `global` to torch.compile(..., mode='reduce-overhead') of a"
+                   " function imported from another module; its outputs kept across calls are not followed",
 }
 
 # Known wrong findings of the analyser at HEAD (precision bugs): strict xfails, so a fix flips them.

@@ -1,7 +1,10 @@
+import logging
+
 import torch
 from hooks import check_inputs, log_activations
 from model import Block
 
+logging.basicConfig(level=logging.INFO)
 block = Block(64).cuda()
 block.register_forward_pre_hook(check_inputs)
 handle = block.register_forward_hook(log_activations)

@@ -14,7 +14,7 @@ def main() -> None:
     pipe = DiffusionPipeline.from_config().to("cuda")
     if not args.no_compile:
         pipe.unet = torch.compile(pipe.unet, mode="reduce-overhead", fullgraph=True)
-        pipe.vae = torch.compile(pipe.vae, mode="default")
+        pipe.vae = torch.compile(pipe.vae, mode="reduce-overhead")
     context = torch.randn(args.batch, 77, 77, device="cuda", dtype=torch.float16)
     uncond = torch.zeros_like(context)
     images = pipe(context, uncond)

@@ -14,6 +14,9 @@ def sample(logits: torch.Tensor, temperature: float = 0.8) -> tuple[torch.Tensor
 
 
 def prefill(model: Transformer, x: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
+    # padding ids (-1) become 0; compiled without CUDA graphs (dynamic=True, default mode), so writing into
+    # an input is fine here
+    x.clamp_(min=0)  # ok: compile-skip-cudagraphs
     logits = model(x, input_pos)
     return sample(logits)[0]
 
