@@ -52,10 +52,11 @@ def test_json_schema(tmp_path: Path) -> None:
     assert data["schema"] == "denpex.scan/1"
     d = data["diagnostics"][0]
     assert set(d) == {"path", "line", "column", "end_line", "end_column", "rule", "severity", "message",
-                      "capture_site", "fixes"}
+                      "capture_site", "fixes", "call_path"}
     assert (d["line"], d["column"], d["rule"], d["severity"]) == (8, 5, "capture-host-copy", "error")
     assert d["capture_site"] == {"path": "bad.py", "line": 6}
     assert d["fixes"][0] == {"title": "Write the scalar with an in-place device kernel", "safety": "safe"}
+    assert d["call_path"] == []  # in the capture itself: no call on the way
 
 
 def test_sarif_and_github(tmp_path: Path) -> None:

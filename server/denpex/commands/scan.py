@@ -271,6 +271,9 @@ def _json_obj(f: SourceFinding, where: Where) -> dict[str, Any]:
         "severity": f.severity, "message": f.message,
         "capture_site": _json_site(where, f.capture_site.path, f.capture_site.line) if f.capture_site else None,
         "fixes": [{"title": x.title, "safety": x.safety} for x in f.fixes],
+        # how the line runs under capture: capture site -> each call followed -> the line
+        "call_path": [{**_json_site(where, st.path, st.line), "column": st.col + 1, "reaches": st.label}
+                      for st in f.call_path],
     }
     start, end = where.cell(f.path, f.start_line, f.start_col), where.cell(f.path, f.end_line, f.end_col)
     if start is not None and end is not None:  # a notebook: lines within the cell, as ruff's JSON has them
@@ -322,6 +325,24 @@ def _sarif_region(where: Where, path: str, sl: int, sc: int, el: int, ec: int) -
     return {"startLine": sl + 1, "startColumn": sc + 1, "endLine": el + 1, "endColumn": ec + 1}
 
 
+def _flow_location(where: Where, path: str, line: int, col: int, text: str) -> dict[str, Any]:
+    sl, sc = where.in_file(path, line, col)
+    return {"location": {"physicalLocation": {"artifactLocation": {"uri": Path(path).as_posix()},
+                                              "region": {"startLine": sl + 1, "startColumn": sc + 1}},
+                         "message": {"text": text}}}
+
+
+def _code_flow(f: SourceFinding, where: Where, site_text: str, site_line: int) -> dict[str, Any]:
+    """The way from the capture site through each call followed to the finding (SARIF codeFlows)."""
+    assert f.capture_site is not None
+    locs = [{"location": {"physicalLocation": {"artifactLocation": {"uri": Path(f.capture_site.path).as_posix()},
+                                               "region": {"startLine": site_line + 1}},
+                          "message": {"text": site_text}}}]
+    locs += [_flow_location(where, st.path, st.line, st.col, f"calls {st.label}") for st in f.call_path]
+    locs.append(_flow_location(where, f.path, f.start_line, f.start_col, f.rule))
+    return {"threadFlows": [{"locations": locs}]}
+
+
 def sarif(findings: list[SourceFinding], book: RuleBook, where: Where | None = None) -> dict[str, Any]:
     """SARIF 2.1.0. A notebook finding's region points into the .ipynb file as stored (where code scanning
     shows it); its cell and the line within the cell are in the message and in the location's properties."""
@@ -361,6 +382,8 @@ def sarif(findings: list[SourceFinding], book: RuleBook, where: Where | None = N
             res["relatedLocations"] = [{"id": 1, "message": {"text": text}, "physicalLocation": {
                 "artifactLocation": {"uri": Path(site.path).as_posix()},
                 "region": {"startLine": sline + 1}}}]
+            if f.call_path:
+                res["codeFlows"] = [_code_flow(f, where, text, sline)]
         results.append(res)
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
