@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 import regex
 
 from denpex.errors import DenpexError
-from denpex.logs import frameworks, phase
+from denpex.logs import events, frameworks, phase
 from denpex.logs.attribution import Attribution, strip_prefixes
 from denpex.logs.matcher import Matcher
 from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
@@ -29,8 +29,6 @@ from denpex.rulebook import CodeEntry, Rule, RuleBook, load_rulebook
 SCHEMA = "denpex.diagnosis/1"
 FRAME_LOOKBACK = 200
 MAX_CONTEXTS = 256
-EVENT_LINES = 3  # lines after a report that still belong to the same event (a wrapper's detail lines)
-EVENT_SPAN = 400  # lines after a verdict in which its own later reports (the exception after a device assert) are looked for
 _GRAPH_FRAME = re.compile(r'(?:torch/cuda/graphs\.py|torch/_inductor/cudagraph_trees\.py)", line \d+, in (\w+)')
 
 _SEQ_TIMEOUT = re.compile(r"SeqNum=(\d+)")
@@ -319,7 +317,7 @@ def diagnose_path(
 def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: bytes) -> Diagnosis:
     book = c.book
     promoted: list[Finding] = []
-    findings = _specific_first(sorted(c.findings.values(), key=lambda f: (f.line, f.generic, -f.span, f.rule)),
+    findings = events.specific_first(sorted(c.findings.values(), key=lambda f: (f.line, f.generic, -f.span, f.rule)),
                                promoted)
     diag = Diagnosis(None, findings, stats, context_n, source)
     if stats.binary_bytes > 64:
@@ -338,7 +336,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
 
     verdict: Verdict | None = None
     if initiating:
-        first, wrapped = _unwrap(initiating[0], findings)
+        first, wrapped = events.unwrap(initiating[0], findings)
         verdict = _verdict_for(c, book, first, "high" if first.role == "initiating" else "low")
         wrapped = wrapped or first.wrapped_by
         if wrapped is not None:
@@ -359,7 +357,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
             folded = _fold(collateral)
             verdict.notes.append("collateral after the first failure: " + "; ".join(folded))
     elif collateral:
-        first, wrapped = _unwrap(collateral[0], findings)
+        first, wrapped = events.unwrap(collateral[0], findings)
         verdict = _verdict_for(c, book, first, "low")
         verdict.notes.insert(
             0,
@@ -385,14 +383,14 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
             verdict.notes.insert(0, "Only a launcher or wrapper report was found; it names no cause.")
 
     if verdict is not None:
-        _explain_phase(verdict)
+        events.explain_phase(verdict)
         _infer_missing_rank(verdict, c)
         _add_weak_hints(verdict, c)
         verdict.fingerprint = _fingerprint(verdict, context_f)
         texts = [head.decode("utf-8", errors="replace")] + [t for _n, t in verdict.context]
         texts += [fr.path for fr in verdict.frames]
         verdict.frameworks = frameworks.detect(texts)
-        if _asynchronous(verdict):
+        if events.asynchronous(verdict):
             verdict.notes.append(
                 "CUDA reports this error asynchronously: the frame shown is where CUDA noticed it, "
                 "not where it happened. Re-run with CUDA_LAUNCH_BLOCKING=1 (or "
@@ -410,9 +408,9 @@ def _verdict_for(c: _Collector, book: RuleBook, f: Finding, confidence: str) -> 
     lines = c.contexts.get(id(f), [])
     frames = frames_before([*lines, (f.line, f.text)], f.who.rank, f.who.local_rank) if lines else []
     v = Verdict(rule, f, confidence, lines, frames, [])
-    v.phase = (phase.from_frames(frames) or _phase_later_in_event(c, f)
+    v.phase = (phase.from_frames(frames) or events.phase_later_in_event(c, f)
                or phase.from_lines(c.phase_marks, f.line) or phase.from_source(frames)
-               or _implied_phase(book, rule))
+               or events.implied_phase(book, rule))
     refined = _refine(book, rule, frames, lines, v.phase)
     if refined is not None:
         v.via = rule.id
@@ -455,127 +453,6 @@ def _refine(book: RuleBook, parent: Rule, frames: list[Frame],
         if hit and (best is None or rule.refine_priority > best.refine_priority):
             best = rule
     return best
-
-
-def _phase_later_in_event(c: _Collector, f: Finding) -> phase.PhaseEvidence | None:
-    """A graph frame (torch/cuda/graphs.py replay, capture_end, __exit__) in a traceback of the same event
-    after the verdict line: the 'CUDA error' report of a device assert printed before it, or the chained
-    capture_end traceback after a failing call inside a capture."""
-    end = f.line
-    for g in c.findings.values():
-        if (f.line < g.line <= f.line + EVENT_SPAN and (g.rule == f.rule or g.role == "collateral")
-                and (g.who.key() == f.who.key() or g.who.rank is None)):
-            end = max(end, g.line)
-    for line, name, where in c.graph_frames:
-        if f.line < line <= end:
-            return phase.PhaseEvidence(where, f"frame {name} in graphs.py (line {line}, the same event's traceback)", line)
-    return None
-
-
-def _implied_phase(book: RuleBook, rule: Rule) -> phase.PhaseEvidence | None:
-    for r in (rule, *(p for p in (book.get(x) for x in rule.refine_parents) if p is not None)):
-        if r.implies_phase:
-            return phase.PhaseEvidence(r.implies_phase, f"{r.id} is raised only during {r.implies_phase}")
-    return None
-
-
-def _asynchronous(v: Verdict) -> bool:
-    """A table rule is asynchronous only for the codes of kernel faults; others follow the rule."""
-    entry = v.finding.entry
-    if entry is not None and v.rule.codes and entry in v.rule.codes:
-        return entry.asynchronous
-    return v.rule.asynchronous
-
-
-def _specific_first(findings: list[Finding], promoted: list[Finding] | None = None) -> list[Finding]:
-    """Drop a broad family's finding where a specific rule names the same event: on the same line, or
-    within the next EVENT_LINES lines of the same writer (PyTorch's 'NCCL error in: ...' is followed by
-    'Last error:' and NCCL's own text, which a specific rule may know). Generic tables of CUDA, cuBLAS or
-    NCCL codes must not take a verdict from a CUDA-graph rule; the status code the dropped finding named
-    goes to the specific finding."""
-    by_line: dict[int, list[Finding]] = {}
-    for f in findings:
-        if not f.generic:
-            by_line.setdefault(f.line, []).append(f)
-    out = []
-    for f in findings:
-        if not f.generic:
-            out.append(f)
-            continue
-        key = f.who.key()
-        mates = [m for m in by_line.get(f.line, ()) if m.who.key() == key]
-        for later in range(f.line + 1, f.line + EVENT_LINES + 1):
-            if mates:
-                break
-            # an unprefixed wrapper line ("terminate called ...") and its detail line ("what(): [Rank 0] ...")
-            # are one writer even though only the second names a rank
-            mates = [m for m in by_line.get(later, ())
-                     if m.role != "context" and (m.who.key() == key or (f.wrapper and _unattributed(f)))]
-        if not mates:
-            out.append(f)
-            continue
-        for m in mates[:1]:
-            if m.entry is None and f.entry is not None:
-                m.entry = f.entry
-            if (promoted is not None and f.wrapper and f.role == "initiating" and m.line > f.line
-                    and m.role != "initiating" and not m.wrapper and m not in promoted):
-                promoted.append(m)
-                m.wrapped_by = f
-    return out
-
-
-def _unattributed(f: Finding) -> bool:
-    return f.who.rank is None and f.who.local_rank is None and f.who.process is None
-
-
-def _unwrap(first: Finding, findings: list[Finding]) -> tuple[Finding, Finding | None]:
-    """Two lines of one event: 'terminate called after throwing ...' (a wrapper) and the 'what(): ...'
-    line after it; the more specific one, the second, names the failure."""
-    if not first.wrapper:
-        return first, None
-    for f in findings:
-        if f.line <= first.line or f.wrapper:
-            continue
-        if f.line > first.line + 3:
-            break
-        if f.who.key() == first.who.key() or f.who.rank is None or _unattributed(first):
-            return f, first
-    return first, None
-
-
-def _apply_hints(v: Verdict) -> None:
-    for hint in (*v.rule.hints, *(v.parent.hints if v.parent is not None else ())):
-        try:
-            m = _refine_regex(hint.regex).search(v.finding.text, timeout=0.05)
-        except TimeoutError:
-            m = None
-        if m is None:
-            continue
-        note = hint.note
-        for i, g in enumerate(m.groups(), start=1):
-            note = note.replace("{" + str(i) + "}", g or "")
-        v.notes.append(note)
-        if hint.graph_related is not None and v.related_override is None:
-            v.related_override = hint.graph_related
-
-
-def _explain_phase(v: Verdict) -> None:
-    """Say whether the verdict is a CUDA-graph bug, and what capture changes when it happened there."""
-    _apply_hints(v)
-    if v.phase is not None and v.phase.phase == "capture":
-        parent = v.parent
-        text = v.rule.in_capture or (parent.in_capture if parent is not None else "")
-        if text:
-            v.notes.insert(0, "During capture: " + text)
-    related = v.graph_related
-    if related == "no":
-        v.notes.insert(0, "Adjacent failure: this is not a CUDA-graph bug; its own fix is below.")
-    elif related == "depends":
-        v.notes.insert(
-            0,
-            "Adjacent failure unless it happened in a CUDA-graph capture or replay, which this log "
-            "does not show; its own fix is below.",
-        )
 
 
 def _fingerprint(v: Verdict, context_f: list[Finding]) -> Finding | None:
