@@ -184,3 +184,19 @@ def test_source_phase_reads_only_what_it_can_parse(tmp_path: Path) -> None:
     big = tmp_path / "big.py"
     big.write_text("with torch.cuda.graph(g):\n    y = 1\n" + "#" * (phase.MAX_SOURCE_BYTES + 10))
     assert phase.from_source([Frame(str(big), 2, "<module>", "y = 1", 1)]) is None
+
+
+def test_no_kernel_image_at_capture_is_adjacent_and_says_what_capture_changes() -> None:
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/workspace/serve.py", line 40, in capture',
+        "    with torch.cuda.graph(g):",
+        '  File "/usr/local/lib/python3.12/site-packages/torch/cuda/graphs.py", line 265, in __exit__',
+        "    self.cuda_graph.capture_end()",
+        "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the device",
+    ])
+    v = _v(text)
+    assert v.rule.id == "cuda-runtime-error" and v.phase is not None and v.phase.phase == "capture"
+    assert v.graph_related == "no"  # an architecture mismatch stays one inside a capture
+    assert v.notes[0].startswith("Adjacent failure") and any(n.startswith("During capture:") for n in v.notes)
+    assert "TORCH_CUDA_ARCH_LIST" in v.fix_text()
