@@ -39,6 +39,7 @@ class Env:
 
 
 EMPTY_ENV = Env()
+_FUNCTION = frozenset({"function_definition"})
 
 
 @dataclass
@@ -196,20 +197,20 @@ class Resolver:
                 return self.resolve_callable(ix, value, env, depth + 1)
             return []
         # closures: functions defined in enclosing functions, then module functions
-        p = ident.parent
+        nav = ix.src.nav
+        p = nav.enclosing(ident, _FUNCTION)
         while p is not None:
-            if p.type == "function_definition":
-                body = p.child_by_field_name("body")
-                if body is not None:
-                    for c in body.named_children:
-                        fnode = c.child_by_field_name("definition") if c.type == "decorated_definition" else c
-                        if fnode is not None and fnode.type == "function_definition":
-                            n = fnode.child_by_field_name("name")
-                            if n is not None and ix.text(n) == name:
-                                info = ix.by_node.get(fnode.id)
-                                if info is not None:
-                                    return [Target(ix, info, EMPTY_ENV, name)]
-            p = p.parent
+            body = p.child_by_field_name("body")
+            if body is not None:
+                for c in body.named_children:
+                    fnode = c.child_by_field_name("definition") if c.type == "decorated_definition" else c
+                    if fnode is not None and fnode.type == "function_definition":
+                        n = fnode.child_by_field_name("name")
+                        if n is not None and ix.text(n) == name:
+                            info = ix.by_node.get(fnode.id)
+                            if info is not None:
+                                return [Target(ix, info, EMPTY_ENV, name)]
+            p = nav.enclosing(p, _FUNCTION)
         info = ix.module_funcs.get(name)
         if info is not None:
             return [Target(ix, info, EMPTY_ENV, name)]

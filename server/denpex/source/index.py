@@ -19,6 +19,10 @@ from denpex.source.parse import ParsedSource, strip_parens, tokens
 
 _V = TypeVar("_V")
 
+_FUNCTION = frozenset({"function_definition"})
+_CLASS = frozenset({"class_definition"})
+_SCOPE_OWNERS = frozenset({"function_definition", "module"})
+
 
 class _Defined(dict[str, _V]):
     """A name -> definition table of a lazily parsed file: every lookup asks for that name's definitions, so
@@ -312,21 +316,15 @@ class FileIndex:
         return self.src.node_text(node)
 
     def enclosing_function(self, node: Node) -> FuncInfo | None:
-        p = node.parent
-        while p is not None:
-            if p.type == "function_definition":
-                return self.by_node.get(p.id)
-            p = p.parent
-        return None
+        p = self.src.nav.enclosing(node, _FUNCTION)
+        return self.by_node.get(p.id) if p is not None else None
 
     def enclosing_class(self, node: Node) -> ClassInfo | None:
-        p = node.parent
-        while p is not None:
-            if p.type == "class_definition":
-                n = p.child_by_field_name("name")
-                return self.classes.get(self.text(n)) if n is not None else None
-            p = p.parent
-        return None
+        p = self.src.nav.enclosing(node, _CLASS)
+        if p is None:
+            return None
+        n = p.child_by_field_name("name")
+        return self.classes.get(self.text(n)) if n is not None else None
 
     def class_self_attrs(self, cls: ClassInfo) -> dict[str, tuple[Node, FuncInfo]]:
         self.touched.append((cls.node.start_byte, cls.node.end_byte))
@@ -348,12 +346,8 @@ class FileIndex:
     # ---- scopes ------------------------------------------------------------------------------------------
     def scope_of(self, node: Node) -> Scope:
         """The scope (function or module) whose body contains `node`."""
-        p = node.parent
-        while p is not None and p.type not in ("function_definition", "module"):
-            p = p.parent
-        if p is None:
-            p = self.src.root
-        return self.scope(p)
+        p = self.src.nav.enclosing(node, _SCOPE_OWNERS)
+        return self.scope(p if p is not None else self.src.root)
 
     def scope(self, owner: Node) -> Scope:
         cached = self._scopes.get(owner.id)
@@ -543,6 +537,8 @@ class FileIndex:
             if obj is None or attr is None:
                 return UNKNOWN
             m = self.text(attr)
+            if obj.type == "identifier" and self.text(obj) == "self" and self.kind(func, depth + 1).cat == "module":
+                return Kind("tensor", "cuda")  # `self.fc(x)`: calling a module held on the instance
             rk = self.kind(obj, depth + 1)
             if rk.cat == "module" and m in ("cuda", "to", "train", "eval", "half", "float", "bfloat16", "requires_grad_"):
                 return rk

@@ -17,6 +17,7 @@ from tree_sitter import Node
 from denpex.source import fixes as F
 from denpex.source.hits import Hit, Sink
 from denpex.source.index import ClassInfo, FileIndex, FuncInfo, positional, scope_binding_nodes
+from denpex.source.nav import walk_with_parents
 from denpex.source.parse import strip_parens, walk
 from denpex.source.regions import CaptureRegion
 
@@ -124,15 +125,14 @@ def _member_inputs(ix: FileIndex, region: CaptureRegion, graphs: set[str]) -> se
     reads: dict[str, Node] = {}
     written: set[str] = set()
     for st in region.stmts:
-        for n in walk(st):
+        for n, p, gp in walk_with_parents(st):
             if n.type != "attribute":
                 continue
             name = _member_of(ix, n)
             if name is None:
                 continue
-            p = n.parent
             holder = p if p is not None and p.type == "subscript" and p.child_by_field_name("value") == n else n
-            hp = holder.parent
+            hp = gp if holder is p else p
             if hp is not None and hp.type in ("assignment", "augmented_assignment") and hp.child_by_field_name("left") == holder:
                 written.add(name)
             elif p is not None and (p.type == "attribute" or (p.type == "call" and p.child_by_field_name("function") == n)):

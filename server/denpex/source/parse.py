@@ -17,6 +17,7 @@ import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Range, Tree
 
 from denpex.source import chunks as _chunks
+from denpex.source.nav import TreeNav
 
 
 @cache
@@ -83,6 +84,15 @@ class ParsedSource:
     # a lazily parsed file: its top-level chunks and which the tree holds (None: the tree holds everything)
     lazy: _chunks.Chunks | None = field(default=None, repr=False, compare=False)
     epoch: int = field(default=0, compare=False)  # bumped when the tree grows: indexes of older trees are stale
+    _nav: TreeNav | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def nav(self) -> TreeNav:
+        """Parents and enclosing nodes of the current tree, at a cost linear in its depth (see nav.py)."""
+        nav = self._nav
+        if nav is None or nav.root.id != self.tree.root_node.id:
+            nav = self._nav = TreeNav(self.tree)
+        return nav
 
     # ---- lazy parsing: what an analysis asks for that the tree may not hold yet (see chunks.py) -----------
     def need_def(self, name: str) -> None:
@@ -362,24 +372,6 @@ def walk(node: Node) -> Iterator[Node]:
         children = n.children
         if children:
             stack.extend(reversed(children))
-
-
-def ancestors(node: Node) -> Iterator[Node]:
-    p = node.parent
-    while p is not None:
-        yield p
-        p = p.parent
-
-
-def enclosing_statement(node: Node) -> Node:
-    """The innermost simple or compound statement containing `node` (itself if it is one)."""
-    n: Node | None = node
-    while n is not None:
-        parent = n.parent
-        if parent is not None and parent.type in ("block", "module"):
-            return n
-        n = parent
-    return node
 
 
 def strip_parens(node: Node) -> Node:

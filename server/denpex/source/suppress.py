@@ -71,16 +71,20 @@ def _comment_on(src: ParsedSource, line: int) -> Node | None:
     return None
 
 
+_STRING = frozenset({"string"})
+
+
 def suppression_fix(src: ParsedSource, line: int, rule_id: str) -> Fix:
     # a line that ends inside a multi-line string: put the comment after the string
     row_end_byte = (src.line_starts[line + 1] - 1) if line + 1 < len(src.line_starts) else len(src.data)
     probe = src.root.descendant_for_byte_range(max(row_end_byte - 1, 0), max(row_end_byte - 1, 0))
-    n = probe
-    while n is not None:
-        if n.type == "string" and n.start_point[0] <= line < n.end_point[0]:
+    nav = src.nav
+    n = probe if probe is None or probe.type == "string" else nav.enclosing(probe, _STRING)
+    while n is not None:  # the strings around the row's last byte, innermost first
+        if n.start_point[0] <= line < n.end_point[0]:
             line = n.end_point[0]
             break
-        n = n.parent
+        n = nav.enclosing(n, _STRING)
     existing = _comment_on(src, line)
     if existing is not None:
         text = src.node_text(existing)

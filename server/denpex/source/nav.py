@@ -1,0 +1,130 @@
+"""Going up a tree-sitter tree without a cost quadratic in its depth.
+
+tree-sitter keeps no parent pointers: `Node.parent` descends from the root again on every call, so it costs the
+node's depth, and a loop climbing with it costs depth². Generated code nests expressions thousands deep
+(`a + a + ...` with 50,000 terms is a left-deep chain 50,000 nodes tall), where one such climb takes minutes.
+
+`TreeNav` (one per tree, see `ParsedSource.nav`) climbs with `Node.parent` while that is cheap; once a climb goes
+deeper than `DEEP` it records the parent of every node of that top-level statement (one walk over it) and climbs
+through the record from then on. The nearest-enclosing lookups are memoised per node, so asking them for every
+node of a deep chain costs the chain's length once, not once per node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tree_sitter import Node, Tree
+
+# a climb longer than this maps its top-level statement (normal code seldom nests 64 tree levels)
+DEEP = 64
+
+_STATEMENT_PARENTS = frozenset({"block", "module"})
+
+
+class TreeNav:
+    def __init__(self, tree: Tree) -> None:
+        self.root = tree.root_node
+        self._parents: dict[int, Node] = {}  # node id -> parent, for the mapped statements
+        self._mapped: set[int] = set()  # ids of the top-level statements whose nodes are in _parents
+        self._enclosing: dict[frozenset[str], dict[int, Node | None]] = {}
+        self._statement: dict[int, Node] = {}
+
+    def parent(self, node: Node) -> Node | None:
+        p = self._parents.get(node.id)
+        return p if p is not None else node.parent
+
+    def ancestors(self, node: Node) -> Iterator[Node]:
+        """`node`'s ancestors, innermost first, the root last."""
+        steps = 0
+        p = self.parent(node)
+        while p is not None:
+            yield p
+            steps += 1
+            if steps == DEEP:
+                self.map_statement_of(p)
+            p = self.parent(p)
+
+    def map_statement_of(self, node: Node) -> None:
+        """Record the parent of every node of the top-level statement holding `node` (once per statement)."""
+        root = self.root
+        if node.id == root.id:
+            return
+        top = root.child_with_descendant(node)
+        if top is None or top.id in self._mapped:
+            return
+        self._mapped.add(top.id)
+        parents = self._parents
+        parents[top.id] = root
+        stack = [top]
+        while stack:
+            n = stack.pop()
+            for c in n.children:
+                parents[c.id] = n
+                if c.child_count:
+                    stack.append(c)
+
+    def enclosing(self, node: Node, kinds: frozenset[str]) -> Node | None:
+        """The innermost strict ancestor of `node` whose type is in `kinds`, or None."""
+        memo = self._enclosing.setdefault(kinds, {})
+        climbed: list[int] = []
+        cur = node
+        found: Node | None = None
+        steps = 0
+        while True:
+            key = cur.id
+            if key in memo:
+                found = memo[key]
+                break
+            climbed.append(key)
+            p = self.parent(cur)
+            if p is None:
+                break
+            if p.type in kinds:
+                found = p
+                break
+            steps += 1
+            if steps == DEEP:
+                self.map_statement_of(p)
+            cur = p
+        for key in climbed:
+            memo[key] = found
+        return found
+
+    def statement_of(self, node: Node) -> Node:
+        """The innermost simple or compound statement holding `node` (itself if it is one): the ancestor-or-self
+        whose parent is a block or the module; the topmost node reached if there is none."""
+        memo = self._statement
+        climbed: list[int] = []
+        cur = node
+        steps = 0
+        while True:
+            hit = memo.get(cur.id)
+            if hit is not None:
+                found = hit
+                break
+            climbed.append(cur.id)
+            p = self.parent(cur)
+            if p is None or p.type in _STATEMENT_PARENTS:
+                found = cur
+                break
+            steps += 1
+            if steps == DEEP:
+                self.map_statement_of(p)
+            cur = p
+        for key in climbed:
+            memo[key] = found
+        return found
+
+
+def walk_with_parents(node: Node) -> Iterator[tuple[Node, Node | None, Node | None]]:
+    """(n, parent, grandparent) for every node under `node`, pre-order, `node` first: a walk that needs the
+    parents gets them from the walk instead of from `Node.parent` (only `node`'s own are looked up)."""
+    top = node.parent
+    stack: list[tuple[Node, Node | None, Node | None]] = [(node, top, top.parent if top is not None else None)]
+    while stack:
+        n, p, gp = stack.pop()
+        yield n, p, gp
+        children = n.children
+        if children:
+            stack.extend((c, n, p) for c in reversed(children))
