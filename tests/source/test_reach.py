@@ -39,12 +39,8 @@ from tests.source.reach_score import (
 
 # What the analyser at HEAD does not reach yet, per workspace (the reason is what resolution is missing).
 RECALL_XFAIL: dict[str, str] = {
-    "03_self_attr_init": "h = self.fc(x) (an nn.Linear output) is not known to be a tensor, so int(...) and"
-                         " print(y) on it are not flagged",
     "04_containers": "iteration over a slice of a ModuleList (self.blocks[:-1]); float(y.norm()) in a"
                      " ModuleDict.values() element where y = self.fc(x)",
-    "06_graphed_callables": "make_graphed_callables(module, ...) rebound to the same name, and the tuple form"
-                            " unpacked: the modules' forward is not captured",
     "09_param_call_sites": "a method parameter typed only at call sites in other files (engine.capture(...) on"
                            " a parameter annotated GraphEngine)",
     "10_partial": "functools.partial(train_step, self.model, clip=...) stored on self, called in the capture",
@@ -54,7 +50,6 @@ RECALL_XFAIL: dict[str, str] = {
     "20_compiled_and_graphed_model": "make_graphed_callables(model) rebound to the name; compile-skip-cudagraphs"
                                      " not looked for in callees of a compiled module's forward",
     "21_relative_imports": "layers.Embedding through `from . import layers` (a module attribute)",
-    "training_pkg": "total.to(\"cpu\") is not recognised as a device-to-host copy (detector)",
     "inference_server": "model from a factory in a package __init__, zip() over a ModuleList, then"
                         " self.attn.forward(...) on a plain object: 5 calls from self.runner.forward(...)",
     "diffusion_pipeline": "pipe.unet / pipe.vae = torch.compile(..., mode='reduce-overhead') on attributes: the"

@@ -190,6 +190,18 @@ class Values:
         if is_param and scope is not None:
             info = ix.by_node.get(scope.node.id)
             return self.parameter(ix, info, name, depth) if info is not None else []
+        rhs = assign.stmt.child_by_field_name("right") if assign is not None and assign.stmt.type == "assignment" else None
+        if assign is not None and rhs is not None and scope is not None and (
+                rhs.start_byte <= ident.start_byte < rhs.end_byte):
+            # `embed = make_graphed_callables(embed, ...)`: the name read on the right is the earlier binding
+            earlier = [a for a in scope.assigns.get(name, []) if a.stmt.end_byte <= assign.stmt.start_byte]
+            if earlier:
+                assign = earlier[-1]
+            elif scope.node.type != "module" and name in scope.params:
+                info = ix.by_node.get(scope.node.id)
+                return self.parameter(ix, info, name, depth) if info is not None else []
+            else:
+                return self.global_name(ix, name, depth)
         if assign is not None:
             if scope is not None and scope.node.type == "module":
                 ix.watched.add(name)  # every binding of a module name may change the answer
@@ -244,7 +256,7 @@ class Values:
         q = ix.qualname(f)
         args = positional(call)
         if q is not None:
-            if q in _PASS_THROUGH or (q.endswith(".compile") and q.startswith("torch")):
+            if q in _PASS_THROUGH or q == "functools.partial" or (q.endswith(".compile") and q.startswith("torch")):
                 return self.of(ix, args[0], depth + 1) if args else []
             if q.rsplit(".", 1)[-1] in _CONTAINERS and q.startswith("torch.nn"):
                 return [self._container(ix, call, depth, runs=q.endswith("Sequential"))]
@@ -258,6 +270,10 @@ class Values:
                 recv = self.of(ix, obj, depth + 1)
                 if recv:
                     return recv
+            if obj is not None and attr is not None and ix.text(attr) in ("values", "children", "modules"):
+                seqs = [v for v in self.of(ix, obj, depth + 1) if isinstance(v, Seq)]
+                if seqs:
+                    return [Seq(tuple(self.elements(list(seqs))))]
         callee = self.of(ix, f, depth + 1)
         out: list[list[Value]] = []
         for v in callee:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from denpex.source import fixes as F
+from denpex.source.index import kwarg
 from denpex.source.rules._api import CallSite, Claim, Frame, Hazard, SourceRule, Walk
 from denpex.source.rules._calls import (
     device_is_cuda,
@@ -17,13 +18,25 @@ from denpex.source.rules._calls import (
 )
 
 
+def _to_cpu_device(c: CallSite) -> bool:
+    """`t.to("cpu")`, `t.to(device="cpu")`, `t.to(torch.device("cpu"))`."""
+    if c.method != "to":
+        return False
+    dev = kwarg(c.ix, c.node, "device")
+    target = dev if dev is not None else (c.args[0] if c.args else None)
+    if target is None:
+        return False
+    text = c.ix.text(target).replace(" ", "")
+    return text in ('"cpu"', "'cpu'", 'torch.device("cpu")', "torch.device('cpu')")
+
+
 def _to_host(w: Walk, c: CallSite) -> bool:
-    if c.method not in ("cpu", "tolist", "numpy") or not on_tensor(c):
+    if not (c.method in ("cpu", "tolist", "numpy") or _to_cpu_device(c)) or not on_tensor(c):
         return False
     rk = c.receiver_kind
     assert rk is not None
-    if c.method == "cpu" and rk.cat != "tensor" and c.receiver is not None and c.receiver.type == "identifier" and (
-            is_module_name(w, c.receiver, c.frame)):
+    if c.method in ("cpu", "to") and rk.cat != "tensor" and c.receiver is not None and (
+            c.receiver.type == "identifier") and is_module_name(w, c.receiver, c.frame):
         return False  # `model.cpu()`: a module, not a tensor
     w.report("device-to-host-copy", c.node, c.frame, [w.fixes.move_after_replay(c.stmt, c.direct)])
     return True
