@@ -42,11 +42,6 @@ RECALL_XFAIL: dict[str, str] = {
     "04_containers": "iteration over a slice of a ModuleList (for block in self.blocks[:-1])",
     "09_param_call_sites": "a method parameter typed only at call sites in other files (engine.capture(...) on"
                            " a parameter annotated GraphEngine)",
-    "10_partial": "print(\"tiny\", y.sum()) with y = self.fc(x), reached through the partial's bound model: not"
-                  " flagged as capture-print-tensor",
-    "12_allocation_site": "a constructor argument kept per allocation site (Stage(FastBody()) -> self.body)",
-    "13_call_dunder": "a non-Module instance call is taken to forward instead of __call__",
-    "17_forward_hooks": "forward pre-hooks and hooks registered on a module are not reached from its call",
     "20_compiled_and_graphed_model": "compile-skip-cudagraphs not looked for in a helper called by the forward of"
                                      " a module compiled with mode='reduce-overhead'",
     "21_relative_imports": "layers.Embedding through `from . import layers` (a module attribute)",
@@ -61,7 +56,6 @@ RECALL_XFAIL: dict[str, str] = {
 
 # Known wrong findings of the analyser at HEAD (precision bugs): strict xfails, so a fix flips them.
 PRECISION_XFAIL: dict[str, str] = {
-    "13_call_dunder": "a non-Module class with __call__ and forward: the instance call is taken to forward",
 }
 
 WORKSPACES = workspaces()

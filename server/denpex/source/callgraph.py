@@ -48,6 +48,8 @@ class Target:
     func: FuncInfo
     env: Env
     label: str
+    pre: Env = EMPTY_ENV  # parameters bound before the call: `self` of an instance, a functools.partial's arguments
+    skip: int = 0  # positional parameters the pre-bound arguments fill (a partial's)
 
 
 ModuleLookup = Callable[[str], "FileIndex | None"]
@@ -73,7 +75,8 @@ class Resolver:
         targets = self.resolve_callable(ix, func, env, depth=0)
         out: list[Target] = []
         for t in targets:
-            out.append(Target(t.ix, t.func, self._bind(ix, call, t.func, env, drop_self=True), t.label))
+            bound = self._bind(ix, call, t.func, env, drop_self=True, skip=t.skip)
+            out.append(Target(t.ix, t.func, Env(t.pre.params + bound.params), t.label))
         return out
 
     def resolve_callable(self, ix: FileIndex, expr: Node, env: Env, depth: int = 0) -> list[Target]:
@@ -117,7 +120,9 @@ class Resolver:
         out: dict[tuple[int, int], Target] = {}
         for v in vals:
             if isinstance(v, Func):
-                t = Target(v.ix, v.func, EMPTY_ENV, label if v.func.name in label else f"{label} -> {v.func.name}")
+                pre, skip = self._partial_args(v)
+                t = Target(v.ix, v.func, EMPTY_ENV, label if v.func.name in label else f"{label} -> {v.func.name}",
+                           pre, skip)
                 out.setdefault((id(v.ix), v.func.node.id), t)
             elif isinstance(v, Inst):
                 for t in self.instance_call(v, label):
@@ -128,15 +133,23 @@ class Resolver:
         return list(out.values())
 
     def instance_call(self, inst: Inst, label: str) -> list[Target]:
+        """Calling an instance: an nn.Module's `forward`; a class's own `__call__`; a class with neither a module
+        base nor a `__call__` of its own, its `forward`; plus the forward hooks registered on it.
+        The instance is bound to `self` of the method when its construction site is known."""
         vals = self.values
-        names = ("forward", "__call__") if vals.is_module(inst.ix, inst.cls) or "forward" in {
-            m for _i, c in vals.mro(inst.ix, inst.cls) for m in c.methods} else ("__call__",)
+        mro = vals.mro(inst.ix, inst.cls)
+        own_call = any("__call__" in c.methods for _i, c in mro)
+        # a class with a `__call__` of its own that is no nn.Module runs that; otherwise `forward` (an nn.Module,
+        # or a duck-typed one whose library base we cannot see)
+        names = ("__call__",) if own_call and not vals.is_module(inst.ix, inst.cls) else ("forward", "__call__")
+        pre = Env((("self", Binding(inst.site_ix, inst.site, EMPTY_ENV)),)) if (
+            inst.site is not None and inst.site_ix is not None) else EMPTY_ENV
         out: list[Target] = []
         for name in names:
-            for cix, cls in vals.mro(inst.ix, inst.cls):
+            for cix, cls in mro:
                 m = cls.methods.get(name)
                 if m is not None:
-                    out.append(Target(cix, m, EMPTY_ENV, f"{label} -> {cls.name}.{name}"))
+                    out.append(Target(cix, m, EMPTY_ENV, f"{label} -> {cls.name}.{name}", pre))
                     break
             if out:
                 break
@@ -169,6 +182,28 @@ class Resolver:
                 out.extend(self.targets_of(self.values.of(f, args[0]), f"{label} hook {f.text(args[0])}"))
         return out
 
+    def _partial_args(self, v: Func) -> tuple[Env, int]:
+        """The arguments a `functools.partial(f, a, k=v)` binds ahead of the call, when `v` came from one."""
+        if v.partial is None or v.partial_ix is None:
+            return EMPTY_ENV, 0
+        pix, call = v.partial_ix, v.partial
+        params = [p for p in v.func.params if not (p in ("self", "cls") and v.func.class_name is not None)]
+        args = call.child_by_field_name("arguments")
+        pairs: list[tuple[str, Binding]] = []
+        pos = 0
+        for a in (args.named_children if args is not None else [])[1:]:
+            if a.type == "keyword_argument":
+                n, val = a.child_by_field_name("name"), a.child_by_field_name("value")
+                if n is not None and val is not None:
+                    pairs.append((pix.text(n), Binding(pix, val, EMPTY_ENV)))
+            elif a.type in ("list_splat", "dictionary_splat"):
+                return EMPTY_ENV, 0  # unknown how many it binds
+            elif a.type != "comment":
+                if pos < len(params):
+                    pairs.append((params[pos], Binding(pix, a, EMPTY_ENV)))
+                pos += 1
+        return Env(tuple(pairs)), pos
+
     def library_kind_site(self, ix: FileIndex, expr: Node, env: Env) -> Lib | None:
         """The one library construction (`torch.optim.AdamW(...)`, wherever it is) that `expr` evaluates to."""
         libs = [v for v in self.values_of(ix, expr, env) if isinstance(v, Lib)]
@@ -188,7 +223,7 @@ class Resolver:
             if value.type == "call":
                 cls = self._class_of_call(ix, value)
                 if cls is not None:
-                    return self._instance_call(cls[0], cls[1], name)
+                    return self._instance_call(cls[0], cls[1], name, (ix, _constructor(ix, value)))
                 f = value.child_by_field_name("function")
                 if f is not None and (ix.qualname(f) or "").endswith("partial"):
                     return self.resolve_callable(ix, value, env, depth + 1)
@@ -252,12 +287,10 @@ class Resolver:
                 return other, other.classes[attr]
         return None
 
-    def _instance_call(self, ix: FileIndex, cls: ClassInfo, label: str) -> list[Target]:
-        for meth in ("forward", "__call__"):
-            found = self._method(ix, cls, meth)
-            if found is not None:
-                return [Target(found[0], found[1], EMPTY_ENV, f"{label} -> {cls.name}.{meth}")]
-        return []
+    def _instance_call(self, ix: FileIndex, cls: ClassInfo, label: str,
+                       site: tuple[FileIndex, Node] | None = None) -> list[Target]:
+        inst = Inst(ix, cls, site[1], site[0]) if site is not None else Inst(ix, cls, None)
+        return self.instance_call(inst, label)
 
     def _method(self, ix: FileIndex, cls: ClassInfo, name: str, depth: int = 0) -> tuple[FileIndex, FuncInfo] | None:
         m = cls.methods.get(name)
@@ -300,7 +333,7 @@ class Resolver:
                 if value.type == "call":
                     c = self._class_of_call(ix, value)
                     if c is not None:
-                        return self._instance_call(c[0], c[1], f"self.{name}")
+                        return self._instance_call(c[0], c[1], f"self.{name}", (ix, _constructor(ix, value)))
                     return []
                 return self.resolve_callable(ix, value, EMPTY_ENV, depth + 1)
             return []
@@ -354,10 +387,11 @@ class Resolver:
         return None
 
     # ---- bindings ----------------------------------------------------------------------------------------
-    def _bind(self, ix: FileIndex, call: Node, fn: FuncInfo, env: Env, drop_self: bool) -> Env:
+    def _bind(self, ix: FileIndex, call: Node, fn: FuncInfo, env: Env, drop_self: bool, skip: int = 0) -> Env:
         params = list(fn.params)
         if params and params[0] in ("self", "cls") and fn.class_name is not None:
             params = params[1:]
+        params = params[skip:]
         args = call.child_by_field_name("arguments")
         if args is None:
             return EMPTY_ENV
@@ -446,3 +480,14 @@ def resolve_region_callable(resolver: Resolver, ix: FileIndex, expr: Node) -> li
     elems = resolver.values.elements([v for v in vals if isinstance(v, Seq)])
     plain: list[Value] = [v for v in vals if not isinstance(v, Seq)]
     return resolver.targets_of(plain + elems, ix.text(expr))
+
+
+def _constructor(ix: FileIndex, value: Node) -> Node:
+    """The constructor call of `M(...).cuda().eval()`: the innermost call of the chain."""
+    call = value
+    while True:
+        f = call.child_by_field_name("function")
+        obj = f.child_by_field_name("object") if f is not None and f.type == "attribute" else None
+        if obj is None or strip_parens(obj).type != "call":
+            return call
+        call = strip_parens(obj)

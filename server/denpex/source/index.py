@@ -259,6 +259,8 @@ class FileIndex:
             sup = cls.child_by_field_name("superclasses")
             if sup is not None:
                 for b in sup.named_children:
+                    if b.type == "subscript":  # a generic base, `AttentionImpl[Metadata]`: the class itself
+                        b = b.child_by_field_name("value") or b
                     d = dotted_of(src, b)
                     if d:
                         bases.append(self.imports.resolve_dotted(d))

@@ -57,6 +57,8 @@ class Func:
     ix: FileIndex
     func: FuncInfo
     bound: Inst | None = None
+    partial: Node | None = None  # the functools.partial(...) call that made it, binding arguments ahead
+    partial_ix: FileIndex | None = None
 
     def key(self) -> tuple[int, int, int]:
         return (id(self.ix), self.func.node.id, self.bound.key()[2] if self.bound is not None else -2)
@@ -256,7 +258,10 @@ class Values:
         q = ix.qualname(f)
         args = positional(call)
         if q is not None:
-            if q in _PASS_THROUGH or q == "functools.partial" or (q.endswith(".compile") and q.startswith("torch")):
+            if q == "functools.partial" and args:
+                return [Func(v.ix, v.func, v.bound, call, ix) if isinstance(v, Func) else v
+                        for v in self.of(ix, args[0], depth + 1)]
+            if q in _PASS_THROUGH or (q.endswith(".compile") and q.startswith("torch")):
                 return self.of(ix, args[0], depth + 1) if args else []
             if q.rsplit(".", 1)[-1] in _CONTAINERS and q.startswith("torch.nn"):
                 return [self._container(ix, call, depth, runs=q.endswith("Sequential"))]
