@@ -24,6 +24,10 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.tcp is None:  # stdio: the early start-up, before pygls is imported (lsp/boot.py)
+        from denpex.lsp.boot import serve_stdio
+
+        return serve_stdio()
     from denpex.lsp.transport import serve
 
     return serve(tcp_port=args.tcp, host=args.host)

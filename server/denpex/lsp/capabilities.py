@@ -1,11 +1,26 @@
-"""What the client can do, resolved once at `initialize` (ruff's ResolvedClientCapabilities)."""
+"""What the client can do, resolved once at `initialize` (ruff's ResolvedClientCapabilities).
+
+Read from the capabilities' JSON, so the start-up path (boot.py) can resolve them before pygls and
+lsprotocol are imported; `resolve` does the same for pygls' structured value.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from lsprotocol import types
-from pygls.capabilities import get_capability
+if TYPE_CHECKING:
+    from lsprotocol import types
+
+
+def _get(caps: Mapping[str, object], path: str) -> object:
+    node: object = caps
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
 
 
 @dataclass(frozen=True)
@@ -25,26 +40,36 @@ class ClientCaps:
     apply_edit: bool = False
 
     @classmethod
-    def resolve(cls, caps: types.ClientCapabilities) -> ClientCaps:
-        def has(path: str) -> bool:
-            return bool(get_capability(caps, path, False))
+    def from_json(cls, caps: object) -> ClientCaps:
+        """From `InitializeParams.capabilities` as the client sent it (camelCase JSON)."""
+        if not isinstance(caps, Mapping):
+            return cls()
 
-        resolve_props = get_capability(caps, "text_document.code_action.resolve_support.properties", [])
-        hover_formats = get_capability(caps, "text_document.hover.content_format", []) or []
+        def has(path: str) -> bool:
+            return bool(_get(caps, path))
+
+        def listed(path: str, value: str) -> bool:
+            got = _get(caps, path)
+            return isinstance(got, list) and value in got
+
         return cls(
-            pull_diagnostics=get_capability(caps, "text_document.diagnostic", None) is not None,
-            diagnostic_refresh=has("workspace.diagnostics.refresh_support"),
-            code_action_literals=get_capability(
-                caps, "text_document.code_action.code_action_literal_support", None
-            ) is not None,
-            code_action_resolve="edit" in (resolve_props or []),
-            code_action_preferred=has("text_document.code_action.is_preferred_support"),
-            document_changes=has("workspace.workspace_edit.document_changes"),
-            code_description=has("text_document.publish_diagnostics.code_description_support"),
-            diagnostic_data=has("text_document.publish_diagnostics.data_support"),
-            related_information=has("text_document.publish_diagnostics.related_information"),
-            hover_markdown=types.MarkupKind.Markdown in hover_formats,
+            pull_diagnostics=_get(caps, "textDocument.diagnostic") is not None,
+            diagnostic_refresh=has("workspace.diagnostics.refreshSupport"),
+            code_action_literals=_get(caps, "textDocument.codeAction.codeActionLiteralSupport") is not None,
+            code_action_resolve=listed("textDocument.codeAction.resolveSupport.properties", "edit"),
+            code_action_preferred=has("textDocument.codeAction.isPreferredSupport"),
+            document_changes=has("workspace.workspaceEdit.documentChanges"),
+            code_description=has("textDocument.publishDiagnostics.codeDescriptionSupport"),
+            diagnostic_data=has("textDocument.publishDiagnostics.dataSupport"),
+            related_information=has("textDocument.publishDiagnostics.relatedInformation"),
+            hover_markdown=listed("textDocument.hover.contentFormat", "markdown"),
             workspace_configuration=has("workspace.configuration"),
-            watched_files_dynamic=has("workspace.did_change_watched_files.dynamic_registration"),
-            apply_edit=has("workspace.apply_edit"),
+            watched_files_dynamic=has("workspace.didChangeWatchedFiles.dynamicRegistration"),
+            apply_edit=has("workspace.applyEdit"),
         )
+
+    @classmethod
+    def resolve(cls, caps: types.ClientCapabilities) -> ClientCaps:
+        from lsprotocol.converters import get_converter
+
+        return cls.from_json(get_converter().unstructure(caps))

@@ -10,43 +10,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
-from pathlib import PurePath
 from typing import Any
 
 from lsprotocol import types
-from pygls import uris
 from pygls.workspace.position_codec import PositionCodec, ServerTextPosition
 
+from denpex.lsp.kinds import LOG_LANGUAGES, LOG_SUFFIXES, PY_SUFFIXES, Kind, kind_of, path_of
 from denpex.source.model import SourceFinding
 
-LOG_SUFFIXES = (".log", ".out", ".err")
-LOG_LANGUAGES = frozenset({"log", "plaintext", "text", "Log"})
-PY_SUFFIXES = (".py", ".pyi")
-
-
-class Kind(Enum):
-    PYTHON = "python"
-    LOG = "log"
-    OTHER = "other"
-
-
-def kind_of(uri: str, language_id: str | None) -> Kind:
-    name = PurePath(uris.to_fs_path(uri) or uri).name.lower()
-    if language_id == "python" or name.endswith(PY_SUFFIXES):
-        return Kind.PYTHON
-    if name.endswith(LOG_SUFFIXES) or (language_id or "") in LOG_LANGUAGES:
-        return Kind.LOG
-    return Kind.OTHER
-
-
-def path_of(uri: str) -> str | None:
-    """Filesystem path of a `file:` URI; None for `untitled:` and other schemes."""
-    try:
-        return uris.to_fs_path(uri)
-    except Exception:
-        return None
-
+__all__ = ["LOG_LANGUAGES", "LOG_SUFFIXES", "PY_SUFFIXES", "DocState", "DocumentStore", "Kind", "contains",
+           "from_lsp_position", "kind_of", "overlaps", "path_of", "to_lsp_position", "to_lsp_range"]
 
 @dataclass
 class DocState:

@@ -47,14 +47,10 @@ class DenpexLanguageServer(LanguageServer):
         self.log(f"{context}\n{traceback.format_exc()}", types.MessageType.Error)
 
     def config_error(self, message: str) -> None:
-        """A configuration problem is the user's to fix: logged and shown (as ruff's server shows
-        invalid settings), with the text `denpex scan` prints for it."""
+        """A configuration problem is the user's to fix: logged as an error (window/logMessage, which
+        the editor's log and VS Code's output channel show; never window/showMessage, which pops up on
+        every settings change), with the text `denpex scan` prints for it."""
         self.log(f"denpex: {message}", types.MessageType.Error)
-        try:
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
-                                                             message=f"Denpex configuration: {message}"))
-        except Exception:
-            print(f"denpex: {message}", file=sys.stderr)
 
     def report_server_error(self, error: Exception, source: object) -> None:
         """Log faults instead of popping `window/showMessage` (pygls' default)."""

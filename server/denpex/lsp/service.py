@@ -8,7 +8,6 @@ through `get_text`, never from disk for an unknown URI.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Protocol
 
@@ -26,9 +25,6 @@ from denpex.lsp.paths import PathIndex
 from denpex.lsp.settings import Settings, SettingsStore
 from denpex.rulebook import Rule, RuleBook, load_rulebook
 from denpex.source.model import SourceFinding
-
-# test hook: rule ids whose findings fail to convert (proves one bad rule loses only its findings)
-_FAULT_RULES = frozenset(filter(None, os.environ.get("DENPEX_LSP_FAULT_RULES", "").split(",")))
 
 
 class Log(Protocol):
@@ -85,7 +81,10 @@ class DocumentService:
     def drain_setting_errors(self) -> None:
         for err in self.settings.errors:
             self._log.config_error(err)
+        for w in self.settings.warnings:
+            self._log.log_warning(f"denpex: {w}")
         self.settings.errors.clear()
+        self.settings.warnings.clear()
 
     def settings_changed(self) -> None:
         self.generation += 1
@@ -143,8 +142,6 @@ class DocumentService:
         diags: list[types.Diagnostic] = []
         for f in findings:
             try:
-                if f.rule in _FAULT_RULES:
-                    raise RuntimeError(f"injected fault in rule {f.rule}")
                 d = to_diagnostic(f, lines=lines, codec=codec, caps=self.caps, settings=settings,
                                   book=self.book, version=doc.version)
             except Exception:

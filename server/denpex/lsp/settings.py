@@ -89,7 +89,8 @@ class SettingsStore:
         self.project_layers: dict[str, Layer | None] = {}  # folder path -> [tool.denpex]
         self.folders: list[str] = []
         self._cache: dict[str | None, Settings] = {}
-        self.errors: list[str] = []  # drained and reported by the server
+        self.errors: list[str] = []  # drained and reported by the server (as errors)
+        self.warnings: list[str] = []  # drained and logged by the server
         self._reported: set[str] = set()  # each problem once until the settings change
 
     def set_folders(self, folders: list[str]) -> None:
@@ -113,10 +114,10 @@ class SettingsStore:
         self._cache.clear()
         self._reported.clear()
 
-    def _report(self, message: str) -> None:
+    def _report(self, message: str, warning: bool = False) -> None:
         if message not in self._reported:
             self._reported.add(message)
-            self.errors.append(message)
+            (self.warnings if warning else self.errors).append(message)
 
     def set_global(self, values: Mapping[str, object]) -> None:
         self.global_values = dict(values)
@@ -148,6 +149,8 @@ class SettingsStore:
         resolved = resolve(layers, self._book(), strict=False)
         for e in resolved.errors:
             self._report(e)
+        for w in resolved.warnings:
+            self._report(w, warning=True)
         s = Settings.of(resolved)
         self._cache[folder] = s
         return s

@@ -6,9 +6,8 @@ Nothing here knows what a diagnostic is; handlers and the service do.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
@@ -16,15 +15,11 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from denpex.lsp.documents import path_of
+from denpex.lsp.stdio import MAX_HEADER_LINE, MAX_MESSAGE_BYTES, BoundedStdin
 from denpex.source.model import TextEdit
 
 if TYPE_CHECKING:
     from denpex.lsp.server import DenpexLanguageServer
-
-# An LSP message larger than this is refused (log documents are analysed up to 64 MiB).
-MAX_MESSAGE_BYTES = 256 << 20
-MAX_HEADER_LINE = 64 << 10
-
 
 class DenpexProtocol(LanguageServerProtocol):
     """pygls' protocol, hardened: a change to an unknown or out-of-sync document is logged, not raised."""
@@ -81,37 +76,17 @@ class DenpexProtocol(LanguageServerProtocol):
             yield user_handler, (params,), None
 
 
-class BoundedStdin:
-    """stdin as pygls' stdio loop reads it, with bounds on what a client can make it allocate.
-
-    pygls reads a body with `stdin.read(Content-Length)`, which allocates the whole claimed length up
-    front: `Content-Length: 1000000000000` killed the server with MemoryError. A claim over
-    MAX_MESSAGE_BYTES is answered with one byte that is not JSON, so pygls logs "Unable to handle
-    message" and goes back to reading headers; the refused body's bytes are then skipped as garbage
-    header lines. Header lines are read at most MAX_HEADER_LINE bytes at a time, so a newline-free
-    stream of garbage cannot grow one line forever.
-    """
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self.raw = raw
-
-    def readline(self) -> bytes:
-        return self.raw.readline(MAX_HEADER_LINE)
-
-    def read(self, n: int) -> bytes:
-        if n > MAX_MESSAGE_BYTES:
-            print(f"denpex: refused an LSP message of {n} bytes (over {MAX_MESSAGE_BYTES})", file=sys.stderr)
-            return b"\x00"
-        return self.raw.read(n)
+__all__ = ["MAX_HEADER_LINE", "MAX_MESSAGE_BYTES", "BoundedStdin", "DenpexProtocol", "serve"]
 
 
 def serve(tcp_port: int | None = None, host: str = "127.0.0.1") -> int:
-    """Run the server until the client ends the session (stdio unless `tcp_port`)."""
+    """Run the server until the client ends the session: over TCP when `tcp_port` is given, else over
+    stdio with the early start-up of boot.py."""
+    if tcp_port is None:
+        from denpex.lsp.boot import serve_stdio
+
+        return serve_stdio()
     from denpex.lsp.server import create_server
 
-    ls = create_server()
-    if tcp_port is not None:
-        ls.start_tcp(host, tcp_port)
-    else:
-        ls.start_io(stdin=BoundedStdin(sys.stdin.buffer))  # type: ignore[arg-type]
+    create_server().start_tcp(host, tcp_port)
     return 0

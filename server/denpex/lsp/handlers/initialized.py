@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from denpex import __version__
+from denpex.lsp import boot
 from denpex.lsp.handlers.guard import guarded_async
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ async def handle(ls: DenpexLanguageServer, params: types.InitializedParams) -> N
         f"diagnostics: {'pull' if svc.caps.pull_diagnostics else 'push'}; "
         f"folders: {svc.settings.folders or '-'}"
     )
+    for line in boot.REPORT:
+        ls.log(line, types.MessageType.Log)
+    boot.REPORT.clear()
     if svc.caps.watched_files_dynamic:
         try:
             await ls.client_register_capability_async(types.RegistrationParams(registrations=[
