@@ -182,3 +182,13 @@ async def test_close_clears_the_cells(client: LanguageClient) -> None:
         notebook_document=types.NotebookDocumentIdentifier(uri=nb_uri),
         cell_text_documents=[types.TextDocumentIdentifier(uri=cell_uri(i)) for i in range(len(CELLS))]))
     await diagnostics(client, cell_uri(0), set())
+
+
+async def test_settings_change_reaches_the_cells(client: LanguageClient) -> None:
+    # also for a client that pulls: it pulls no cells, so the cells are analysed and pushed again
+    open_notebook(client, CELLS)
+    await diagnostics(client, cell_uri(0), {"DPX101"})
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"denpex": {"ignore": ["capture-item-sync"]}}))
+    await diagnostics(client, cell_uri(0), set())
+    await diagnostics(client, cell_uri(2), {"DPX115"})  # the other rules still run

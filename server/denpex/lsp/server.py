@@ -101,14 +101,19 @@ class DenpexLanguageServer(LanguageServer):
 
     def reanalyse_all(self) -> None:
         for st in list(self.service.documents.docs.values()):
-            self.schedule(st, 0)
+            if st.notebook is None:  # a notebook's cells are analysed together (and pushed), below
+                self.schedule(st, 0)
+        for nb_uri in list(self.service.notebooks.notebooks):
+            notebooks.schedule(self, nb_uri, 0)
         if self.service.caps.pull_diagnostics and self.service.caps.diagnostic_refresh:
             self.spawn(self.refresh_pull())
 
     def reanalyse_python(self) -> None:
         for st in list(self.service.documents.docs.values()):
-            if st.kind is Kind.PYTHON:
+            if st.kind is Kind.PYTHON and st.notebook is None:
                 self.schedule(st, 0)
+        for nb_uri in list(self.service.notebooks.notebooks):
+            notebooks.schedule(self, nb_uri, 0)
 
     def spawn(self, coro: Coroutine[object, object, None]) -> None:
         fut: asyncio.Future[None] = asyncio.ensure_future(coro)
