@@ -100,3 +100,14 @@ def test_replay_reads_the_prefix_then_the_stream() -> None:
     assert r.readline(4) == b"abcd"  # the limit holds across the seam
     assert r.readline(4) == b"efgh"
     assert r.readline(4) == b"\n"
+
+
+def test_the_early_part_imports_neither_pygls_server_nor_lsprotocol() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; import denpex.lsp.boot, denpex.lsp.analysis, denpex.lsp.findings_json, "
+            "denpex.lsp.settings, denpex.lsp.capabilities, denpex.lsp.kinds, denpex.rulebook; "
+            "print(sorted(m for m in sys.modules if m.startswith(('lsprotocol', 'pygls.lsp', 'pygls.protocol'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
