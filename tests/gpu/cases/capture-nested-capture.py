@@ -1,4 +1,4 @@
-# capture-pin-memory-in-capture: a pinned staging buffer allocated inside `with torch.cuda.graph(g)`.
+# capture-nested-capture: a second `with torch.cuda.graph(...)` opened inside a running capture.
 # DENPEX_EAGER=1: the same computation without capture (the reference for fixes).
 import os
 
@@ -13,10 +13,15 @@ def step():
     return x * 2 + 1
 
 
+def side():
+    return x * 3
+
+
 if os.environ.get("DENPEX_EAGER") == "1":
     x.copy_(new)
     out = step()
-    print("RESULT:", out.sum().item(), out.abs().sum().item(), out[0].item())
+    extra = side()
+    print("RESULT:", out.sum().item(), extra.sum().item(), out[0].item())
     raise SystemExit(0)
 
 s = torch.cuda.Stream()
@@ -24,13 +29,17 @@ s.wait_stream(torch.cuda.current_stream())
 with torch.cuda.stream(s):
     for _ in range(3):
         step()
+        side()
 torch.cuda.current_stream().wait_stream(s)
 
 g = torch.cuda.CUDAGraph()
+g_side = torch.cuda.CUDAGraph()
 with torch.cuda.graph(g):
-    staging = torch.empty(4096, pin_memory=True)  # cudaHostAlloc while the stream is capturing
     out = step()
+    with torch.cuda.graph(g_side):  # a capture inside the capture
+        extra = side()
 x.copy_(new)
 g.replay()
+g_side.replay()
 torch.cuda.synchronize()
-print("RESULT:", out.sum().item(), out.abs().sum().item(), out[0].item())
+print("RESULT:", out.sum().item(), extra.sum().item(), out[0].item())
