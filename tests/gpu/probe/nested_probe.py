@@ -1,5 +1,6 @@
 # Probe: a capture started while another capture is active.
 import sys
+
 import torch
 
 variant = sys.argv[1]

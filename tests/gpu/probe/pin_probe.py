@@ -1,5 +1,6 @@
 # Probe: which pinned-memory allocations inside a CUDA-graph capture fail on this stack.
 import sys
+
 import torch
 
 variant = sys.argv[1]
