@@ -2,6 +2,11 @@
 
     python bench/bench_evidence_grep.py --data-dir /tmp/denpex-bench     # 1 GiB each (needs ~2.2 GB)
     python bench/bench_evidence_grep.py --size-mb 128 --ranks 200        # a quick look
+    python bench/bench_evidence_grep.py --baseline /tmp/old               # also time an older tree
+
+``--baseline DIR`` times a second copy of denpex in the same run (``DIR/server`` first on
+PYTHONPATH, e.g. ``git archive HEAD~3 server rules | tar -x -C DIR``), to give before/after
+figures next to the same peer runs; its verdict is checked like the current one's.
 
 The peer is the grep a person runs first on a failed job (issue 12, section 6):
 ``rg -n -i 'error|exception|timeout|failed' PATH``. Both run as subprocesses in the same run,
@@ -19,6 +24,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,12 +73,12 @@ def _tree_rss_kib(root: int) -> int:
     return total
 
 
-def timed(cmd: list[str], ok: tuple[int, ...]) -> dict[str, Any]:
+def timed(cmd: list[str], ok: tuple[int, ...], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run cmd; wall seconds, largest process RSS, sampled tree RSS, stdout."""
     peak = [0]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
         stop = threading.Event()
 
         def sample() -> None:
@@ -124,12 +130,25 @@ def check(doc: dict[str, Any], rule: str, rank: int, line: int, file: str | None
     return errs
 
 
-def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file: str | None) -> dict[str, Any]:
+def _baseline_env(src: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(src / "server"), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file: str | None,
+         baseline: Path | None = None) -> dict[str, Any]:
     peer = [rg, *PEER, path]
     dx = [*denpex_cmd(), "diagnose", path, "--format", "json"]
+    old = [sys.executable, "-m", "denpex", "diagnose", path, "--format", "json"]
+    old_env = _baseline_env(baseline) if baseline is not None else None
     timed(peer, (0, 1))
     timed(dx, (0, 1))
+    if old_env is not None:
+        timed(old, (0, 1), old_env)
     rows: dict[str, list[dict[str, Any]]] = {"peer": [], "denpex": []}
+    if old_env is not None:
+        rows["before"] = []
     errors: list[str] = []
     doc: dict[str, Any] = {}
     for _ in range(repeat):
@@ -138,11 +157,18 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
         rows["denpex"].append(r)
         doc = json.loads(r["stdout"])
         errors = check(doc, rule, rank, line, file)
+        if old_env is not None:
+            rb = timed(old, (0, 1), old_env)
+            rows["before"].append(rb)
+            errors += [f"before: {e}" for e in check(json.loads(rb["stdout"]), rule, rank, line, file)]
+            if rb["stdout"] != r["stdout"]:
+                errors.append("before and after print different reports")
         if errors:
             break
     best = {k: min(x["wall"] for x in v) for k, v in rows.items()}
+    med = {k: statistics.median(x["wall"] for x in v) for k, v in rows.items()}
     v = doc.get("verdict") or {}
-    return {
+    out = {
         "path": path,
         "peer": {"cmd": peer, "runs_s": [round(x["wall"], 3) for x in rows["peer"]], "best_s": round(best["peer"], 3),
                  "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["peer"]), 1),
@@ -153,8 +179,16 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
                    "tree_mb": round(max(x["tree_mb"] for x in rows["denpex"]), 1),
                    "verdict": {k: v.get(k) for k in ("rule", "rank", "line", "file", "ordered_by")}},
         "ratio": round(best["denpex"] / best["peer"], 2),
+        "median_ratio": round(med["denpex"] / med["peer"], 2),
         "errors": errors,
     }
+    if "before" in rows:
+        out["before"] = {"cmd": old, "src": str(baseline), "runs_s": [round(x["wall"], 3) for x in rows["before"]],
+                         "best_s": round(best["before"], 3),
+                         "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["before"]), 1),
+                         "tree_mb": round(max(x["tree_mb"] for x in rows["before"]), 1)}
+        out["ratio_before"] = round(best["before"] / best["peer"], 2)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "denpex-bench")
     ap.add_argument("--out", type=Path, default=HERE / "out" / "evidence_grep.json")
     ap.add_argument("--only", choices=("file", "folder"), default=None)
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="a source tree (with server/ and rules/) to time as 'before' in the same run")
     args = ap.parse_args(argv)
     rg = args.rg or shutil.which("rg")
     if not rg:
@@ -177,14 +213,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "file"):
         exp = ensure_log(args.size_mb, args.seed, args.data_dir)
         warm(Path(exp.path))
-        results["file"] = duel(exp.path, rg, args.repeat, exp.rule, exp.rank, exp.line, None)
+        results["file"] = duel(exp.path, rg, args.repeat, exp.rule, exp.rank, exp.line, None, args.baseline)
         results["file"]["input"] = {"mib": round(exp.bytes / (1 << 20), 1), "lines": exp.lines, "ranks": exp.ranks}
     if args.only in (None, "folder"):
         root = args.data_dir / f"job-{args.ranks}r-{args.size_mb:g}mb"
         fexp = ensure_folder(root, args.ranks, args.size_mb, args.seed)
         for f in sorted(root.rglob("*.log")):
             warm(f)
-        results["folder"] = duel(str(root), rg, args.repeat, fexp.rule, fexp.rank, fexp.line, fexp.file)
+        results["folder"] = duel(str(root), rg, args.repeat, fexp.rule, fexp.rank, fexp.line, fexp.file,
+                                 args.baseline)
         results["folder"]["input"] = {"mib": round(fexp.bytes / (1 << 20), 1), "files": fexp.files,
                                       "ranks": fexp.ranks}
     load_after = _load()
@@ -205,11 +242,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load     before {load_before['loadavg']}  after {load_after['loadavg']}  ({load_before['cpus']} CPUs)")
     for name, r in results.items():
         print(f"{name:7} {r['input']}")
-        for who in ("peer", "denpex"):
+        for who in ("peer", "denpex", "before"):
+            if who not in r:
+                continue
             x = r[who]
             print(f"  {who:7} best {x['best_s']:6.3f} s  runs {x['runs_s']}  max process RSS {x['maxrss_mb']:.0f} MB"
                   f"  tree RSS {x['tree_mb']:.0f} MB")
-        print(f"  ratio   {r['ratio']:.2f}x the peer (target <= {TARGET_RATIO:g})  verdict {r['denpex']['verdict']}")
+        print(f"  ratio   {r['ratio']:.2f}x the peer (best), {r['median_ratio']:.2f}x (median; target <= "
+              f"{TARGET_RATIO:g})" + (f"  before: {r['ratio_before']:.2f}x" if "ratio_before" in r else "")
+              + f"  verdict {r['denpex']['verdict']}")
         if r["errors"]:
             print("  VOID: " + "; ".join(r["errors"]))
     print(f"written  {args.out}")

@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from denpex.errors import DenpexError
+from denpex.logs.json_text import dumps_indented
 
 if TYPE_CHECKING:
     from denpex.logs.diagnose import Diagnosis
@@ -151,7 +152,7 @@ def _emit_one(d: Diagnosis, args: argparse.Namespace, summary: dict[str, Any]) -
             doc["verdict"]["file"] = summary["source"]["display"]
         stamp_host([summary])
         doc["files"] = [summary]
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps_indented(doc) + "\n")  # = json.dumps(doc, indent=2, ensure_ascii=False)
     elif args.format == "markdown":
         sys.stdout.write(render_markdown(d))
     else:
@@ -177,7 +178,7 @@ def emit_doc(doc: dict[str, Any], fmt: str, color: str) -> None:
     from denpex.logs.report import render_doc_markdown, render_doc_text
 
     if fmt == "json":
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps_indented(doc) + "\n")  # = json.dumps(doc, indent=2, ensure_ascii=False)
     elif fmt == "markdown":
         sys.stdout.write(render_doc_markdown(doc))
     else:

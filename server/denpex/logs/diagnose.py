@@ -21,7 +21,7 @@ import regex
 from denpex.errors import DenpexError
 from denpex.logs import events, frameworks, phase
 from denpex.logs.attribution import Attribution, strip_prefixes
-from denpex.logs.matcher import Matcher
+from denpex.logs.matcher import Matcher, detect_frameworks
 from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
 from denpex.logs.traceback import Frame, frames_before, innermost_user_frame
 from denpex.rulebook import CodeEntry, Rule, RuleBook, load_rulebook
@@ -195,6 +195,10 @@ class _Collector:
         self.phase_marks: list[tuple[int, str, str | None]] = []  # framework phase lines, in log order
         self.graph_frames: list[tuple[int, str, str]] = []  # (line, function, phase) of torch graph frames
 
+    def lookback(self, lh: LineHit) -> int:
+        """How many lines before a first finding its context keeps."""
+        return max(self.context_n, FRAME_LOOKBACK)
+
     def on_hit(self, lh: LineHit, window: Window, start: int) -> None:
         text = lh.text
         if "SeqNum=" in text and "imeout" in text and lh.who.rank is not None:
@@ -243,7 +247,7 @@ class _Collector:
             if lh.who.rank is not None:
                 f.ranks.add(lh.who.rank)
         if new_first and len(self.contexts) < MAX_CONTEXTS:
-            lines = window.lines_before(start, max(self.context_n, FRAME_LOOKBACK))
+            lines = window.lines_before(start, self.lookback(lh))
             for hit in lh.hits:
                 f0 = self.first_by_rule_role.get((hit.signature.rule_id, hit.signature.role))
                 if f0 is not None and f0.line == lh.line and id(f0) not in self.contexts:
@@ -389,7 +393,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
         verdict.fingerprint = _fingerprint(verdict, context_f)
         texts = [head.decode("utf-8", errors="replace")] + [t for _n, t in verdict.context]
         texts += [fr.path for fr in verdict.frames]
-        verdict.frameworks = frameworks.detect(texts)
+        verdict.frameworks = detect_frameworks(texts)  # = frameworks.detect(texts), one pass
         if events.asynchronous(verdict):
             verdict.notes.append(
                 "CUDA reports this error asynchronously: the frame shown is where CUDA noticed it, "

@@ -1,0 +1,114 @@
+"""The shortcuts taken for speed (issue 12, section 6) give the answers of the plain versions.
+
+Each fast path is checked against the code it stands in for, on the built-in rule book's own
+anchors and on generated inputs, so a change to either side that makes them differ fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+
+import pytest
+
+from denpex.logs import frameworks
+from denpex.logs.diagnose import matcher_for
+from denpex.logs.matcher import cover_keys, detect_frameworks
+
+
+def _cover_keys_plain(anchors: tuple[bytes, ...], min_len: int) -> tuple[bytes, ...]:
+    """The greedy cover as first written: every round recounts every uncovered anchor's keys."""
+    plain = set(b"abcdefghijklmnopqrstuvwxyz ")
+    subs: dict[bytes, set[bytes]] = {}
+    for a in set(anchors):
+        n = min(min_len, len(a))
+        every = {a[i : i + n] for i in range(len(a) - n + 1)}
+        subs[a] = {k for k in every if k[:1] != b" " and k[-1:] != b" "} or every
+    uncovered = set(subs)
+    keys: list[bytes] = []
+    while uncovered:
+        count: Counter[bytes] = Counter()
+        for a in uncovered:
+            count.update(subs[a])
+        best = min(count, key=lambda k: (-count[k], set(k) <= plain, -len(k), k))
+        keys.append(best)
+        uncovered = {a for a in uncovered if best not in a}
+    return tuple(sorted(keys))
+
+
+def test_cover_keys_of_the_rule_book_equal_the_plain_greedy_cover() -> None:
+    anchors = tuple(a.encode("utf-8") for a in matcher_for(None).anchors)
+    assert len(anchors) > 64  # the two-stage prefilter is in use
+    for min_len in (6, 8):
+        got = cover_keys.__wrapped__(anchors, min_len)  # type: ignore[attr-defined]
+        assert got == _cover_keys_plain(anchors, min_len)
+        assert all(any(k in a for k in got) for a in anchors)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cover_keys_equal_the_plain_greedy_cover_on_random_anchors(seed: int) -> None:
+    rnd = random.Random(seed)
+    alphabet = b"ab c" if seed % 2 else b"abcdefgh XYZ_"
+    anchors = tuple(bytes(rnd.choice(alphabet) for _ in range(rnd.randint(1, 24)))
+                    for _ in range(rnd.randint(1, 60)))
+    min_len = rnd.randint(1, 8)
+    assert cover_keys.__wrapped__(anchors, min_len) == _cover_keys_plain(anchors, min_len)  # type: ignore[attr-defined]
+
+
+_MARKERS = [m for fw in frameworks.FRAMEWORKS for m in fw.markers]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_detect_frameworks_equals_frameworks_detect(seed: int) -> None:
+    rnd = random.Random(seed)
+    filler = ["Traceback (most recent call last):", 'File "/usr/lib/python3/x.py", line 3, in f',
+              "\ufffd bad byte", "\ud800 lone surrogate", "", "vll", "m.", "Megatro", "n", "torch/_induct"]
+    texts = []
+    for _ in range(rnd.randint(0, 6)):
+        parts = [rnd.choice(filler) for _ in range(rnd.randint(0, 5))]
+        if rnd.random() < 0.3:
+            parts.insert(rnd.randint(0, len(parts)), rnd.choice(_MARKERS))
+        texts.append(rnd.choice(["", " ", "\n"]).join(parts))
+    assert [f.name for f in detect_frameworks(texts)] == [f.name for f in frameworks.detect(texts)]
+
+
+def test_detect_frameworks_finds_each_marker_alone_and_none_split_across_texts() -> None:
+    for fw in frameworks.FRAMEWORKS:
+        for marker in fw.markers:
+            assert fw in detect_frameworks(["head", f"x {marker} y"])
+            # a marker cut in two across texts is in no text: neither version finds it
+            cut = [marker[: len(marker) // 2], marker[len(marker) // 2 :]]
+            assert detect_frameworks(cut) == frameworks.detect(cut)
+    assert detect_frameworks([]) == [] == frameworks.detect([])
+
+
+def _random_json(rnd: random.Random, depth: int) -> object:
+    leaves: list[object] = [None, True, False, 0, -7, 2**70, 1.5, -0.0, 1e300, float("nan"), "",
+                            "plain", 'quote " back \\ slash', "tab\tnl\n\x00\x1f", "é ✓ 日本", "\ud800", "\U0001f600"]
+    if depth <= 0 or rnd.random() < 0.3:
+        return rnd.choice(leaves)
+    if rnd.random() < 0.5:
+        items = [_random_json(rnd, depth - 1) for _ in range(rnd.randint(0, 4))]
+        return tuple(items) if rnd.random() < 0.2 else items
+    keys: list[object] = ["a", "", "ключ", 3, True, None, 2.5, "\n"]
+    return {rnd.choice(keys): _random_json(rnd, depth - 1) for _ in range(rnd.randint(0, 4))}
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_dumps_indented_is_the_text_of_json_dumps(seed: int) -> None:
+    from denpex.logs.json_text import dumps_indented
+
+    doc = _random_json(random.Random(seed), 5)
+    assert dumps_indented(doc) == json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def test_dumps_indented_raises_what_json_dumps_raises() -> None:
+    from denpex.logs.json_text import dumps_indented
+
+    with pytest.raises(TypeError):
+        dumps_indented({"a": [object()]})
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(ValueError):
+        dumps_indented(loop)
