@@ -114,15 +114,24 @@ def diagnostic_json(f: SourceFinding, *, lines: Sequence[str], encoding: str, ca
         via = f" via {' -> '.join(f.via)}" if f.via else ""
         site_range = (range_json(lines, encoding, site.line, 0, site.line, 10_000) if site.path == f.path
                       else {"start": {"line": site.line, "character": 0}, "end": {"line": site.line, "character": 0}})
-        out["relatedInformation"] = [{"location": {"uri": uris.from_fs_path(site.path) or site.path,
-                                                   "range": site_range},
-                                      "message": f"capture opened here ({site.kind}){via}"}]
+        related: list[Json] = [{"location": {"uri": uris.from_fs_path(site.path) or site.path, "range": site_range},
+                                "message": f"capture opened here ({site.kind}){via}"}]
+        # the way from the capture to this line: each call followed, where it is
+        n = len(f.call_path)
+        for i, st in enumerate(f.call_path, 1):
+            at = (range_json(lines, encoding, st.line, st.col, st.line, st.col + 1) if st.path == f.path
+                  else {"start": {"line": st.line, "character": st.col}, "end": {"line": st.line, "character": st.col}})
+            related.append({"location": {"uri": uris.from_fs_path(st.path) or st.path, "range": at},
+                            "message": f"call {i} of {n} on the way from the capture: {st.label}"})
+        out["relatedInformation"] = related
     out["data"] = {
         "rule": f.rule,
         "code": f.code,
         "version": version,
         "fixes": [fix_json(x, lines, encoding) for x in f.fixes],
         "suppression": fix_json(f.suppression, lines, encoding) if f.suppression else None,
+        "call_path": [[st.path, st.line, st.col, st.label] for st in f.call_path],
+        "capture_site": [f.capture_site.path, f.capture_site.line] if f.capture_site is not None else None,
     }
     return out
 

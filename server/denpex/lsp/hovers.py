@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from denpex.lsp.analysis import RegionSummary
 from denpex.rulebook import Rule, render
@@ -22,6 +23,21 @@ KIND_TITLE = {
 def rule_markdown(rule: Rule, message: str | None = None) -> str:
     """The rule as `denpex explain` renders it, in its short form."""
     return render.rule_markdown(rule, message=message, full=False)
+
+
+def call_path_markdown(site: object, steps: object) -> str:
+    """Why a line runs under capture: the capture site, each call followed, then the line (from a diagnostic's
+    data; empty when the line is in the capture itself)."""
+    if not isinstance(steps, list) or not steps:
+        return ""
+    parts = ["**Runs under capture through:**", ""]
+    if isinstance(site, list) and len(site) == 2:
+        parts.append(f"1. capture opened at `{Path(str(site[0])).name}:{int(site[1]) + 1}`")
+    for st in steps:
+        if isinstance(st, list) and len(st) == 4:
+            parts.append(f"1. `{Path(str(st[0])).name}:{int(st[1]) + 1}` calls `{st[3]}`")
+    parts.append("1. this line")
+    return "\n".join(parts)
 
 
 def fallback_markdown(code: str, rule_id: str, message: str) -> str:

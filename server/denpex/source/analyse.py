@@ -377,16 +377,17 @@ def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | No
     wrappers = _wrapper_names(config, ws, ix)
     recs, entries = _region_hits(ix, resolver, config, wrappers, cached)
     if ws is not None:
-        stem = ix.path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py")
+        # the files that import this one, directly or through others (a capture in train.py reaches
+        # layers.py through model.py)
+        importers = ws.importers_closure(ix.path)
         for p in ws.paths():
-            if p == ix.path:
+            if p == ix.path or p not in importers:
                 continue
             text = ws.text(p) or ""
-            if (stem != "__init__" and stem not in text) or not (
-                    may_open(text, wrappers) or may_have_entries(text, config.capture_entry_points)):
+            if not (may_open(text, wrappers) or may_have_entries(text, config.capture_entry_points)):
                 continue
             other = ws.index(p)
-            if other is None or not any(m in ix.path.replace("/", ".") for m in other.imports.all_modules()):
+            if other is None:
                 continue
             recs.extend(_rec(h) for h in _hits_for(other, resolver, config, wrappers) if h.ix.path == ix.path)
     return _recs_to_findings(recs, book, config, ix.src, ix.path), entries

@@ -80,6 +80,7 @@ class Workspace:
         self._word_cache: dict[str, tuple[int, frozenset[str]]] = {}
         self._imported_cache: dict[tuple[str, str], tuple[int, bool]] = {}
         self._imports: tuple[int, dict[str, set[str]]] | None = None
+        self._closures: dict[str, tuple[int, set[str]]] = {}
 
     # ---- files ---------------------------------------------------------------------------------------------
     def add_text(self, path: str, text: str) -> None:
@@ -220,6 +221,26 @@ class Workspace:
                     if len(out) >= MAX_IMPORTERS:
                         break
         return out
+
+    def importers_closure(self, path: str, depth: int = 6) -> set[str]:
+        """The files whose import statements name `path`'s module, or a module of a file that does, and so on
+        (`depth` steps): an over-approximation from the words of import statements, cached per generation."""
+        hit = self._closures.get(path)
+        if hit is not None and hit[0] == self.generation:
+            return hit[1]
+        words = self._import_words()
+        found: set[str] = set()
+        frontier = {path}
+        for _ in range(depth):
+            stems = {m.rsplit(".", 1)[-1] for p in frontier for m in module_names(p, self.roots)}
+            stems |= {"__init__"} if any(p.endswith("__init__.py") for p in frontier) else set()
+            nxt = set().union(*(words.get(s, ()) for s in stems)) - found - {path}
+            if not nxt:
+                break
+            found |= nxt
+            frontier = nxt
+        self._closures[path] = (self.generation, found)
+        return found
 
     def _import_words(self) -> dict[str, set[str]]:
         """The words of every import statement of every file -> the files (rebuilt when the workspace changes)."""

@@ -50,6 +50,7 @@ def handle(ls: DenpexLanguageServer, params: types.HoverParams) -> types.Hover |
         rule = svc.rule(rule_id)
         sections.append(hovers.rule_markdown(rule, d.message) if rule is not None
                         else hovers.fallback_markdown(str(d.code), rule_id, d.message))
+        sections.append(hovers.call_path_markdown(data.get("capture_site"), data.get("call_path")))
     if st.kind is Kind.PYTHON:
         text_line = lines[line] if line < len(lines) else ""
         for rid in hovers.suppression_ids_at(text_line, col):
