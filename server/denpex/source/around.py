@@ -14,6 +14,7 @@ from denpex.source.callgraph import EMPTY_ENV, Resolver
 from denpex.source.hits import Sink
 from denpex.source.index import FileIndex
 from denpex.source.mentions import def_of
+from denpex.source.nav import walk_with_parents
 from denpex.source.parse import compile_query, run_query_range, walk
 from denpex.source.regions import CaptureRegion
 from denpex.source.rules import RuleSet
@@ -267,9 +268,8 @@ def replay_side(region: CaptureRegion, resolver: Resolver, index: AroundIndex) -
     reads: dict[str, Node] = {}
     outputs: set[str] = set()
     for st in region.stmts:
-        for n in walk(st):
+        for n, p, _gp in walk_with_parents(st):
             if n.type == "identifier":
-                p = n.parent
                 name = ix.text(n)
                 if p is not None and p.type == "assignment" and p.child_by_field_name("left") == n:
                     outputs.add(name)

@@ -155,7 +155,7 @@ def const_value(ix: FileIndex, node: Node, depth: int = 0, nest: int = 0) -> obj
             return _UNKNOWN
         if len(scope.assigns.get(name, ())) != 1 or name in scope.globals:
             return _UNKNOWN
-        st = stmt_of(assign.stmt)
+        st = stmt_of(assign.stmt, ix.src)
         if st.parent is None or st.parent.type != "module":
             return _UNKNOWN  # bound inside a branch, loop, with or try
         return const_value(ix, assign.value, depth + 1)

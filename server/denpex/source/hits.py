@@ -38,21 +38,21 @@ def branch_head(src: ParsedSource, node: Node, anchor: Node | None) -> str | Non
     """The header of the branch (`if c:`, `elif c:`, `else:`, `except E:`, `case p:`, or a conditional
     expression's `if c`) whose body holds `node` inside its function, or None. A branch that also holds the
     capture `anchor` does not count: the capture and the line run together."""
+    nav = src.nav  # climbs without re-descending from the root (deep generated code)
     n = node
-    while n.parent is not None:
-        p = n.parent
+    while (p := nav.parent(n)) is not None:
         if p.type in ("function_definition", "lambda", "class_definition", "module") or (
             anchor is not None and p.id == anchor.id
         ):
             return None
         if n.type == "block" and p.type in _BRANCH_CLAUSES and not (
-            p.type == "else_clause" and (p.parent is None or p.parent.type != "if_statement")
+            p.type == "else_clause" and ((pp := nav.parent(p)) is None or pp.type != "if_statement")
         ):  # a loop's or a try's `else:` runs in the usual case
             if anchor is not None and p.start_byte <= anchor.start_byte < p.end_byte:
                 return None
             head = _header(src, p)
-            if p.type == "else_clause" and p.parent is not None:
-                head = f"{head}` of `{_header(src, p.parent)}"
+            if p.type == "else_clause" and (pp := nav.parent(p)) is not None:
+                head = f"{head}` of `{_header(src, pp)}"
             return head
         if p.type == "conditional_expression" and p.named_child_count == 3 and p.named_children[1].id != n.id:
             return "if " + " ".join(src.node_text(p.named_children[1]).split())[:77]
@@ -85,9 +85,6 @@ def call_parts(ix: FileIndex, call: Node) -> tuple[Node | None, str | None, str 
     return f, q, None, None
 
 
-def stmt_of(node: Node) -> Node:
-    """The statement holding `node` (the child of its block or module)."""
-    n = node
-    while n.parent is not None and n.parent.type not in ("block", "module"):
-        n = n.parent
-    return n
+def stmt_of(node: Node, src: ParsedSource) -> Node:
+    """The statement holding `node` (the child of its block or module); memoised per tree (nav.py)."""
+    return src.nav.statement_of(node)

@@ -227,7 +227,7 @@ class CaptureWalker:
         f, q, meth, recv = call_parts(ix, call)
         if f is None:
             return
-        stmt = stmt_of(call)
+        stmt = stmt_of(call, ix.src)
         rk = self.kind(recv, frame, deep=meth in _OBJECT_METHODS) if recv is not None else None
         site = CallSite(call, frame, f, q, meth, recv, rk,
                         positional(call), stmt, stmt.id in self.region_stmt_ids and frame.depth == 0)

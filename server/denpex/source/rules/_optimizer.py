@@ -100,7 +100,7 @@ def loaded_state(region: CaptureRegion, ctor: Node) -> LoadedState | None:
         return None
     known = _saved_by_noncapturable(ix)
     sev: Severity | None = None if known else "warning"
-    stmt = stmt_of(load)
+    stmt = stmt_of(load, ix.src)
     torch = F.torch_alias(ix)
     lines: list[str] = []
     if not flag:

@@ -37,7 +37,7 @@ def _masked_select(w: Walk, c: CallSite) -> bool:
 
 
 def _mask_index(w: Walk, node: Node, frame: Frame) -> None:
-    parent = node.parent
+    parent = frame.ix.src.nav.parent(node)
     if parent is not None and parent.type == "assignment" and parent.child_by_field_name("left") == node:
         return  # a store through a mask keeps the shape
     idx = node.child_by_field_name("subscript")

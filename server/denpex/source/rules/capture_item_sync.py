@@ -50,7 +50,7 @@ def _fstring(w: Walk, node: Node, frame: Frame) -> None:
         if c.type == "interpolation":
             e = c.child_by_field_name("expression")
             if e is not None and w.tensorish(e, frame):
-                w.report("tensor-format", c, frame, [w.fixes.guard(stmt_of(node), frame)])
+                w.report("tensor-format", c, frame, [w.fixes.guard(stmt_of(node, frame.ix.src), frame)])
 
 
 RULE = SourceRule(

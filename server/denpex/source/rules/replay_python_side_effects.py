@@ -67,7 +67,7 @@ def _counter(w: Walk, node: Node, frame: Frame) -> None:
         else:
             is_side = k is not None and k.cat == "scalar"
     if is_side:
-        st = stmt_of(node)
+        st = stmt_of(node, ix.src)
         direct = st.id in {s.id for s in w.region.stmts} and frame.depth == 0
         w.report(_HAZARD, node, frame, [w.fixes.move_after_replay(st, direct)],
                  message="A Python counter updated inside a capture changes once, at capture; replays do not run "
