@@ -6,18 +6,25 @@ node's depth, and a loop climbing with it costs depth². Generated code nests ex
 
 `TreeNav` (one per tree, see `ParsedSource.nav`) climbs with `Node.parent` while that is cheap; once a climb goes
 deeper than `DEEP` it records the parent of every node of that top-level statement (one walk over it) and climbs
-through the record from then on. The nearest-enclosing lookups are memoised per node, so asking them for every
-node of a deep chain costs the chain's length once, not once per node.
+through the record from then on; so does a single `parent` step that was slow. The nearest-enclosing lookups (and
+`climb`, for a caller's own question) are memoised per node, so asking them for every node of a deep chain costs
+the chain's length once, not once per node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from time import perf_counter
+from typing import TypeVar, cast
 
 from tree_sitter import Node, Tree
 
+T = TypeVar("T")
+
 # a climb longer than this maps its top-level statement (normal code seldom nests 64 tree levels)
 DEEP = 64
+# a `Node.parent` slower than this is a deep node (about 400 levels; a shallow one takes a microsecond)
+SLOW_PARENT_S = 10e-6
 
 _STATEMENT_PARENTS = frozenset({"block", "module"})
 
@@ -29,10 +36,48 @@ class TreeNav:
         self._mapped: set[int] = set()  # ids of the top-level statements whose nodes are in _parents
         self._enclosing: dict[frozenset[str], dict[int, Node | None]] = {}
         self._statement: dict[int, Node] = {}
+        self._climbs: dict[object, dict[int, object]] = {}
 
     def parent(self, node: Node) -> Node | None:
         p = self._parents.get(node.id)
-        return p if p is not None else node.parent
+        if p is not None:
+            return p
+        t0 = perf_counter()
+        p = node.parent
+        if perf_counter() - t0 > SLOW_PARENT_S and p is not None:
+            # a deep node (callers that climb one step at a time never reach DEEP steps in one climb): record
+            # its statement, so the next steps up from here are dictionary lookups
+            self.map_statement_of(p)
+        return p
+
+    def climb(self, node: Node, key: object, step: Callable[[Node, Node], tuple[bool, T | None]]) -> T | None:
+        """A memoised climb from `node`: `step(child, parent)` for each step up says (stop, answer); the answer
+        of the first step that stops, or None at the root. Answers are remembered per (`key`, node) for every
+        node passed, so `step` must depend only on its two nodes and on what `key` stands for."""
+        memo = cast("dict[int, T | None]", self._climbs.setdefault(key, {}))
+        climbed: list[int] = []
+        cur = node
+        found: T | None = None
+        steps = 0
+        while True:
+            if cur.id in memo:
+                found = memo[cur.id]
+                break
+            climbed.append(cur.id)
+            p = self.parent(cur)
+            if p is None:
+                break
+            stop, answer = step(cur, p)
+            if stop:
+                found = answer
+                break
+            steps += 1
+            if steps == DEEP:
+                self.map_statement_of(p)
+            cur = p
+        for k in climbed:
+            memo[k] = found
+        return found
 
     def ancestors(self, node: Node) -> Iterator[Node]:
         """`node`'s ancestors, innermost first, the root last."""
