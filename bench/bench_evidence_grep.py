@@ -12,8 +12,8 @@ The peer is the grep a person runs first on a failed job (issue 12, section 6):
 ``rg -n -i 'error|exception|timeout|failed' PATH``. Both run as subprocesses in the same run,
 alternating, best of N, after one untimed run each (page cache, .pyc files); denpex uses all the
 usable cores (``--jobs`` default). Peak memory is measured two ways: the largest single process
-(``ru_maxrss`` from os.wait4) and the whole process tree (the sum of VmRSS of the process and its
-workers, sampled every 10 ms). A wrong verdict voids the run. Figures go to
+(``ru_maxrss`` from os.wait4, every run) and the whole process tree (the sum of VmRSS of the process
+and its workers, sampled every 10 ms in the untimed first run: sampling costs CPU). A wrong verdict voids the run. Figures go to
 bench/out/evidence_grep.json; targets: denpex time <= the peer's, tree RSS <= 200 MB.
 """
 
@@ -73,25 +73,31 @@ def _tree_rss_kib(root: int) -> int:
     return total
 
 
-def timed(cmd: list[str], ok: tuple[int, ...], env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run cmd; wall seconds, largest process RSS, sampled tree RSS, stdout."""
+def timed(cmd: list[str], ok: tuple[int, ...], env: dict[str, str] | None = None,
+          sample: bool = False) -> dict[str, Any]:
+    """Run cmd; wall seconds, largest process RSS, tree RSS (sampled when asked), stdout.
+
+    The sampler walks /proc every 10 ms, which takes a good part of a core: on two cores it
+    slowed whatever was timed, so timed runs do not sample and the untimed first run does."""
     peak = [0]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
         stop = threading.Event()
 
-        def sample() -> None:
+        def sample_tree() -> None:
             while not stop.is_set():
                 peak[0] = max(peak[0], _tree_rss_kib(p.pid))
                 stop.wait(0.01)
 
-        th = threading.Thread(target=sample, daemon=True)
-        th.start()
+        th = threading.Thread(target=sample_tree, daemon=True)
+        if sample:
+            th.start()
         _pid, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
         stop.set()
-        th.join()
+        if sample:
+            th.join()
         p.returncode = code = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -142,10 +148,9 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
     dx = [*denpex_cmd(), "diagnose", path, "--format", "json"]
     old = [sys.executable, "-m", "denpex", "diagnose", path, "--format", "json"]
     old_env = _baseline_env(baseline) if baseline is not None else None
-    timed(peer, (0, 1))
-    timed(dx, (0, 1))
+    mem = {"peer": timed(peer, (0, 1), sample=True), "denpex": timed(dx, (0, 1), sample=True)}
     if old_env is not None:
-        timed(old, (0, 1), old_env)
+        mem["before"] = timed(old, (0, 1), old_env, sample=True)
     rows: dict[str, list[dict[str, Any]]] = {"peer": [], "denpex": []}
     if old_env is not None:
         rows["before"] = []
@@ -172,11 +177,11 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
         "path": path,
         "peer": {"cmd": peer, "runs_s": [round(x["wall"], 3) for x in rows["peer"]], "best_s": round(best["peer"], 3),
                  "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["peer"]), 1),
-                 "tree_mb": round(max(x["tree_mb"] for x in rows["peer"]), 1)},
+                 "tree_mb": round(mem["peer"]["tree_mb"], 1)},
         "denpex": {"cmd": dx, "runs_s": [round(x["wall"], 3) for x in rows["denpex"]],
                    "best_s": round(best["denpex"], 3),
                    "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["denpex"]), 1),
-                   "tree_mb": round(max(x["tree_mb"] for x in rows["denpex"]), 1),
+                   "tree_mb": round(mem["denpex"]["tree_mb"], 1),
                    "verdict": {k: v.get(k) for k in ("rule", "rank", "line", "file", "ordered_by")}},
         "ratio": round(best["denpex"] / best["peer"], 2),
         "median_ratio": round(med["denpex"] / med["peer"], 2),
@@ -186,7 +191,7 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
         out["before"] = {"cmd": old, "src": str(baseline), "runs_s": [round(x["wall"], 3) for x in rows["before"]],
                          "best_s": round(best["before"], 3),
                          "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["before"]), 1),
-                         "tree_mb": round(max(x["tree_mb"] for x in rows["before"]), 1)}
+                         "tree_mb": round(mem["before"]["tree_mb"], 1)}
         out["ratio_before"] = round(best["before"] / best["peer"], 2)
     return out
 
