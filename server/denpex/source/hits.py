@@ -37,27 +37,29 @@ _BRANCH_CLAUSES = frozenset({"if_statement", "elif_clause", "else_clause", "exce
 def branch_head(src: ParsedSource, node: Node, anchor: Node | None) -> str | None:
     """The header of the branch (`if c:`, `elif c:`, `else:`, `except E:`, `case p:`, or a conditional
     expression's `if c`) whose body holds `node` inside its function, or None. A branch that also holds the
-    capture `anchor` does not count: the capture and the line run together."""
-    nav = src.nav  # climbs without re-descending from the root (deep generated code)
-    n = node
-    while (p := nav.parent(n)) is not None:
+    capture `anchor` does not count: the capture and the line run together. The climb is memoised per tree and
+    anchor (nav.py): asked for every operand of a 50,000-term chain, it costs the chain once."""
+    nav = src.nav
+
+    def step(n: Node, p: Node) -> tuple[bool, str | None]:
         if p.type in ("function_definition", "lambda", "class_definition", "module") or (
             anchor is not None and p.id == anchor.id
         ):
-            return None
+            return True, None
         if n.type == "block" and p.type in _BRANCH_CLAUSES and not (
             p.type == "else_clause" and ((pp := nav.parent(p)) is None or pp.type != "if_statement")
         ):  # a loop's or a try's `else:` runs in the usual case
             if anchor is not None and p.start_byte <= anchor.start_byte < p.end_byte:
-                return None
+                return True, None
             head = _header(src, p)
             if p.type == "else_clause" and (pp := nav.parent(p)) is not None:
                 head = f"{head}` of `{_header(src, pp)}"
-            return head
+            return True, head
         if p.type == "conditional_expression" and p.named_child_count == 3 and p.named_children[1].id != n.id:
-            return "if " + " ".join(src.node_text(p.named_children[1]).split())[:77]
-        n = p
-    return None
+            return True, "if " + " ".join(src.node_text(p.named_children[1]).split())[:77]
+        return False, None
+
+    return nav.climb(node, ("branch_head", anchor.id if anchor is not None else None), step)
 
 
 def _header(src: ParsedSource, clause: Node) -> str:
