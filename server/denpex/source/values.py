@@ -23,7 +23,7 @@ from denpex.source.index import ClassInfo, FileIndex, FuncInfo, kwarg, positiona
 from denpex.source.parse import run_query, strip_parens
 
 MAX_VALUES = 8  # per expression; more is unknown
-MAX_DEPTH = 6  # nested questions per answer
+MAX_DEPTH = 8  # nested questions per answer
 MAX_SITES = 20  # call sites read for one parameter
 
 # methods of nn.Module (and tensors) that return the receiver itself
@@ -132,11 +132,14 @@ class Values:
     _active: set[tuple[int, int]] = field(default_factory=set)
     _mro: dict[tuple[int, int], list[tuple[FileIndex, ClassInfo]]] = field(default_factory=dict)
     _calls: dict[int, dict[str, list[Node]]] = field(default_factory=dict)  # file -> called name -> calls
+    _cut: bool = False  # an answer under way was cut by the depth bound (it is then not remembered)
 
     # ---- expressions -------------------------------------------------------------------------------------
     def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
-        """The values `expr` (in `ix`) may have."""
+        """The values `expr` (in `ix`) may have. An answer cut short by the depth bound is not remembered: asked
+        again from nearer the top it may go further."""
         if depth > MAX_DEPTH:
+            self._cut = True
             return []
         expr = strip_parens(expr)
         key = (id(ix), expr.id)
@@ -146,11 +149,15 @@ class Values:
         if key in self._active:
             return []  # a cycle (x = f(x)): no value through it
         self._active.add(key)
+        outer_cut, self._cut = self._cut, False
         try:
             found = self._of(ix, expr, depth)
         finally:
             self._active.discard(key)
-        self._memo[key] = found
+            cut = self._cut
+            self._cut = outer_cut or cut
+        if not cut:
+            self._memo[key] = found
         return found
 
     def _of(self, ix: FileIndex, expr: Node, depth: int) -> list[Value]:
@@ -234,6 +241,7 @@ class Values:
         """`name` as defined in workspace module `module`, through re-exports (`from .model import Net` in a
         package's `__init__.py`)."""
         if depth > MAX_DEPTH:
+            self._cut = True
             return []
         other = self.lookup_module(module)
         if other is None:
@@ -313,7 +321,10 @@ class Values:
     def returns(self, fn: Func, depth: int) -> list[Value]:
         """The values a function returns (every `return` of its own body)."""
         body = fn.func.body
-        if body is None or depth > MAX_DEPTH:
+        if depth > MAX_DEPTH:
+            self._cut = True
+            return []
+        if body is None:
             return []
         ix = fn.ix
         ix.touched.append((fn.func.node.start_byte, fn.func.node.end_byte))
@@ -440,7 +451,10 @@ class Values:
                 dv = self.of(ix, default, depth + 1)
                 if dv:
                     return dv
-        if fn.class_name is not None or depth > MAX_DEPTH - 2:
+        if depth > MAX_DEPTH - 2:
+            self._cut = True
+            return []
+        if fn.class_name is not None:
             return []  # a method's callers are found through its class's instances, not its name
         out: list[list[Value]] = []
         for cix, call in self.call_sites(ix, fn)[:MAX_SITES]:
