@@ -171,7 +171,11 @@ def _doubt(h: Hit) -> str:
     if ep is not None and ep.conditional:
         return ep.note()  # captured only with the framework's CUDA graphs on
     head = branch_head(h.ix.src, h.node, h.region.anchor if h.ix is h.region.ix else None) or h.branch
-    return f" (only if the branch `{head}` runs)" if head else ""
+    if head:
+        return f" (only if the branch `{head}` runs)"
+    if h.maybe:
+        return f" (if `{h.maybe}` is what its callers pass: resolved from their arguments)"
+    return ""
 
 
 def _note(h: Hit) -> str:

@@ -9,7 +9,7 @@ flow into the callee; a parameter with no binding is looked up at the call sites
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
@@ -50,6 +50,7 @@ class Target:
     label: str
     pre: Env = EMPTY_ENV  # parameters bound before the call: `self` of an instance, a functools.partial's arguments
     skip: int = 0  # positional parameters the pre-bound arguments fill (a partial's)
+    guess: str | None = None  # reached through a parameter typed at its call sites: which expression
 
 
 ModuleLookup = Callable[[str], "FileIndex | None"]
@@ -76,7 +77,7 @@ class Resolver:
         out: list[Target] = []
         for t in targets:
             bound = self._bind(ix, call, t.func, env, drop_self=True, skip=t.skip)
-            out.append(Target(t.ix, t.func, Env(t.pre.params + bound.params), t.label))
+            out.append(Target(t.ix, t.func, Env(t.pre.params + bound.params), t.label, guess=t.guess))
         return out
 
     def resolve_callable(self, ix: FileIndex, expr: Node, env: Env, depth: int = 0) -> list[Target]:
@@ -97,7 +98,15 @@ class Resolver:
                     found = self.resolve_callable(ix, pos[0], env, depth + 1)
         if found or expr.type not in ("identifier", "attribute", "subscript", "call"):
             return found
-        return self.targets_of(self.values_of(ix, expr, env), ix.text(expr))
+        self.values.guessed = False
+        vals = self.values_of(ix, expr, env)
+        targets = self.targets_of(vals, ix.text(expr))
+        # inside a call made under capture (bindings present), a parameter typed from all its callers' arguments
+        # need not be what this call passed: a may-be edge. At the capture's own level every caller runs it.
+        if self.values.guessed and env.params:
+            text = " ".join(ix.text(expr).split())[:60]
+            targets = [replace(t, guess=text) for t in targets]
+        return targets
 
     # ---- through values (values.py): instances, containers, factories, parameters from call sites -------
     def values_of(self, ix: FileIndex, expr: Node, env: Env) -> list[Value]:

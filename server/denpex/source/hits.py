@@ -29,6 +29,7 @@ class Hit:
     message: str | None = None
     branch: str | None = None  # a branch on the call path from the capture to here (see branch_head)
     steps: tuple[CallStep, ...] = ()  # the calls followed from the capture to here
+    maybe: str | None = None  # an expression on the way resolved from its callers' arguments
 
 
 _BRANCH_CLAUSES = frozenset({"if_statement", "elif_clause", "else_clause", "except_clause", "case_clause"})

@@ -133,6 +133,7 @@ class Values:
     _mro: dict[tuple[int, int], list[tuple[FileIndex, ClassInfo]]] = field(default_factory=dict)
     _calls: dict[int, dict[str, list[Node]]] = field(default_factory=dict)  # file -> called name -> calls
     _cut: bool = False  # an answer under way was cut by the depth bound (it is then not remembered)
+    guessed: bool = False  # an answer since the last reset took a parameter's values from its callers' arguments
 
     # ---- expressions -------------------------------------------------------------------------------------
     def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
@@ -461,7 +462,10 @@ class Values:
             arg = _argument(cix, call, fn, name)
             if arg is not None:
                 out.append(self.of(cix, arg, depth + 1))
-        return _union(out)
+        found = _union(out)
+        if len(found) > 1:
+            self.guessed = True  # callers pass different objects: not necessarily the one this capture gets
+        return found
 
     def call_sites(self, ix: FileIndex, fn: FuncInfo) -> list[tuple[FileIndex, Node]]:
         """Calls `fn(...)` / `mod.fn(...)` in the function's file and in the workspace files that import it."""

@@ -77,19 +77,20 @@ class CaptureWalker:
                     self.enter(t.ix, t.func, t.env, root, t.label, None, CallStep(r.ix.path, line, col, t.label))
 
     def enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str,
-              branch: str | None = None, step: CallStep | None = None) -> None:
+              branch: str | None = None, step: CallStep | None = None, maybe: str | None = None) -> None:
         if frame.depth >= self.max_depth:
             return
         key = (id(ix), fn.node.id)
-        if key in self.visited and (self.visited[key] is None or branch is not None):
-            return  # entered already (a function first reached on a branch is entered again when reached without)
-        self.visited[key] = branch
+        doubt = branch or maybe or frame.maybe
+        if key in self.visited and (self.visited[key] is None or doubt is not None):
+            return  # entered already (a function first reached in doubt is entered again when reached without)
+        self.visited[key] = doubt
         ix.touched.append((fn.node.start_byte, fn.node.end_byte))
         body = fn.body
         if body is None:
             return
         steps = (*frame.steps, step) if step is not None else frame.steps
-        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch, steps)
+        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch, steps, frame.maybe or maybe)
         self._walk([body], child)
 
     def report(self, hazard: str, node: Node, frame: Frame, fixes: list[Fix | None] | None = None,
@@ -102,7 +103,7 @@ class CaptureWalker:
             if fb is not None:
                 fx.append(fb)
         self.sink(Hit(hazard, frame.ix, node, self.region, frame.chain, fx, severity, message, frame.branch,
-                      frame.steps))
+                      frame.steps, frame.maybe))
 
     # ---- traversal ---------------------------------------------------------------------------------------
     def _walk(self, roots: list[Node], frame: Frame) -> None:
@@ -249,7 +250,8 @@ class CaptureWalker:
         branch = frame.branch or (branch_head(ix.src, call, anchor) if targets or site.args else None)
         line, col = ix.src.start(call)
         for tgt in targets:
-            self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch, CallStep(ix.path, line, col, tgt.label))
+            self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch, CallStep(ix.path, line, col, tgt.label),
+                       tgt.guess)
         if not targets and site.qualname not in ("print",):
             # callables passed to library code run inside the capture (checkpoint(block, x), ...)
             for a in site.args:
@@ -257,7 +259,7 @@ class CaptureWalker:
                     for tgt in self.resolver.resolve_callable(ix, a, frame.env):
                         al, ac = ix.src.start(a)
                         self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch,
-                                   CallStep(ix.path, al, ac, tgt.label))
+                                   CallStep(ix.path, al, ac, tgt.label), tgt.guess)
 
     # ---- kinds under bindings ----------------------------------------------------------------------------
     def kind(self, node: Node, frame: Frame, deep: bool = False) -> Kind:

@@ -53,6 +53,7 @@ class Frame:
     func: FuncInfo | None = None
     branch: str | None = None  # the first branch on the call path from the capture to this function
     steps: tuple[CallStep, ...] = ()  # the calls followed from the capture to this function, with positions
+    maybe: str | None = None  # a call on the way was resolved through its callers' arguments (values.py)
 
 
 @dataclass(frozen=True)
