@@ -43,7 +43,6 @@ RECALL_XFAIL: dict[str, str] = {
                            " a parameter annotated GraphEngine)",
     "20_compiled_and_graphed_model": "compile-skip-cudagraphs not looked for in a helper called by the forward of"
                                      " a module compiled with mode='reduce-overhead'",
-    "21_relative_imports": "layers.Embedding through `from . import layers` (a module attribute)",
     "inference_server": "model from a factory in a package __init__, zip() over a ModuleList, then"
                         " self.attn.forward(...) on a plain object: 5 calls from self.runner.forward(...)",
     "diffusion_pipeline": "pipe.unet / pipe.vae = torch.compile(..., mode='reduce-overhead') on attributes: the"

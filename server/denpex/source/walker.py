@@ -268,8 +268,14 @@ class CaptureWalker:
         node = strip_parens(node)
         if node.type == "identifier":
             b = frame.env.get(frame.ix.text(node))
-            if b is not None:
-                return b.ix.kind(b.node)
+            for _ in range(MAX_CALL_DEPTH):  # an argument that is itself a parameter of the caller: its binding
+                if b is None:
+                    break
+                inner = strip_parens(b.node)
+                nxt = b.env.get(b.ix.text(inner)) if inner.type == "identifier" else None
+                if nxt is None:
+                    return b.ix.kind(b.node)
+                b = nxt
         k = frame.ix.kind(node)
         if deep and k.cat in ("unknown", "param") and node.type in ("identifier", "attribute"):
             # an object made elsewhere (`opt = build_optimizer(model)`): its kind where it is constructed
