@@ -82,3 +82,52 @@ def test_occurrences_follow_edits() -> None:
     src3 = src2.edit(1, 0, 1, 3, "xdefy")
     assert src3.occurrences(b"def", word_end=True) == [0]
     assert src3.occurrences(b"def") == [0, 15]
+
+
+FACTORY = """import torch
+
+
+class Monitor:
+    def update(self, t):
+        return t.cpu()
+
+
+class Quiet:
+    def update(self, t):
+        return t * 2
+
+
+def make_helper():
+    return Monitor()
+
+
+class Runner:
+    def __init__(self):
+        self.helper = make_helper()
+
+    def first(self, x):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = self.helper.update(x)
+        return y
+
+    def second(self, x):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            z = self.helper.update(x)
+        return z
+"""
+
+
+def test_a_region_reading_another_regions_answer_still_records_what_it_read() -> None:
+    """Both captures resolve `self.helper` through the factory's return (values.py). Answers are not carried from
+    one region to the next, so the second records the factory as read too: editing the factory to return the
+    harmless class must drop the finding, as a fresh analysis does (a carried answer kept the second region's
+    stale finding)."""
+    doc = Document("runner.py", FACTORY)
+    assert [(f.start_line, f.rule) for f in doc.analyse()] == [(5, "capture-host-copy")]
+    row = FACTORY.split("\n").index("    return Monitor()")
+    doc.apply_edits([TextEdit(row, 11, row, 18, "Quiet")])
+    fresh = Document("runner.py", doc.text).analyse()
+    assert fresh == []
+    assert doc.analyse() == fresh

@@ -351,6 +351,7 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
             if around is None:
                 around = AroundIndex(ix)  # the code after the captures, indexed once for all regions re-run
             around.start_region()
+            resolver.values.forget()  # each region records what it consulted: no answers carried from another
             mark = len(ix.touched)
             watched_before = ix.watched
             ix.watched = set()

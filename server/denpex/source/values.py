@@ -135,6 +135,15 @@ class Values:
     _cut: bool = False  # an answer under way was cut by the depth bound (it is then not remembered)
     guessed: bool = False  # an answer since the last reset took a parameter's values from its callers' arguments
 
+    def forget(self) -> None:
+        """Drop every remembered answer. The ranges an answer consulted are recorded (ix.touched) only when it is
+        computed, so an analysis that tracks them per capture region starts each region afresh; otherwise a
+        region reading another's answer would not record what it depends on, and an edit there would leave
+        its findings stale."""
+        self._memo.clear()
+        self._mro.clear()
+        self._calls.clear()
+
     # ---- expressions -------------------------------------------------------------------------------------
     def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
         """The values `expr` (in `ix`) may have. An answer cut short by the depth bound is not remembered: asked
