@@ -20,7 +20,7 @@ from denpex.source.regions import CaptureRegion
 from denpex.source.replays import graph_replays
 from denpex.source.rules._api import Frame
 
-_STATEMENT_KINDS = ("graph", "capture_begin", "wrapper")  # regions made of statements a fix can move
+STATEMENT_KINDS = ("graph", "capture_begin", "wrapper")  # regions made of statements a fix can move
 _LITERAL_NAMES = ("device", "dtype", "torch", "float32", "float16", "int64", "int32", "bfloat16", "long", "float",
                   "requires_grad")
 
@@ -86,7 +86,7 @@ class RegionFixBuilder:
         return edits
 
     def move_after_replay(self, stmt: Node, direct: bool) -> Fix | None:
-        if not direct or self.region.kind not in _STATEMENT_KINDS:
+        if not direct or self.region.kind not in STATEMENT_KINDS:
             return None
         ix = self.region.ix
         # names it binds must not be read later in the region
@@ -103,14 +103,14 @@ class RegionFixBuilder:
         return F.fix("Move it after the replay (read the static output outside the capture)", "unsafe", edits)
 
     def move_before_capture(self, stmt: Node, direct: bool) -> Fix | None:
-        if not direct or self.region.kind not in _STATEMENT_KINDS:
+        if not direct or self.region.kind not in STATEMENT_KINDS:
             return None
         edits = F.move_statement_before(self.region.ix, stmt, self.region.anchor)
         return F.fix("Move it before the capture", "unsafe", edits)
 
     def hoist(self, stmt: Node, direct: bool, call: Node, safe: bool = True) -> Fix | None:
         """Build a tensor once, before the capture (safe when its arguments are literals)."""
-        if not direct or self.region.kind not in _STATEMENT_KINDS:
+        if not direct or self.region.kind not in STATEMENT_KINDS:
             return None
         ix = self.region.ix
         literal = all(n.type != "identifier" or ix.text(n) in (*_LITERAL_NAMES, self.torch)

@@ -27,6 +27,7 @@ DEEP = 64
 SLOW_PARENT_S = 10e-6
 
 _STATEMENT_PARENTS = frozenset({"block", "module"})
+_STATEMENT_KEY = "statement_of"  # climb() memo key of statement_of (enclosing() uses its frozenset of kinds)
 
 
 class TreeNav:
@@ -34,8 +35,6 @@ class TreeNav:
         self.root = tree.root_node
         self._parents: dict[int, Node] = {}  # node id -> parent, for the mapped statements
         self._mapped: set[int] = set()  # ids of the top-level statements whose nodes are in _parents
-        self._enclosing: dict[frozenset[str], dict[int, Node | None]] = {}
-        self._statement: dict[int, Node] = {}
         self._climbs: dict[object, dict[int, object]] = {}
 
     def parent(self, node: Node) -> Node | None:
@@ -111,55 +110,13 @@ class TreeNav:
 
     def enclosing(self, node: Node, kinds: frozenset[str]) -> Node | None:
         """The innermost strict ancestor of `node` whose type is in `kinds`, or None."""
-        memo = self._enclosing.setdefault(kinds, {})
-        climbed: list[int] = []
-        cur = node
-        found: Node | None = None
-        steps = 0
-        while True:
-            key = cur.id
-            if key in memo:
-                found = memo[key]
-                break
-            climbed.append(key)
-            p = self.parent(cur)
-            if p is None:
-                break
-            if p.type in kinds:
-                found = p
-                break
-            steps += 1
-            if steps == DEEP:
-                self.map_statement_of(p)
-            cur = p
-        for key in climbed:
-            memo[key] = found
-        return found
+        return self.climb(node, kinds, lambda _child, parent: (parent.type in kinds, parent))
 
     def statement_of(self, node: Node) -> Node:
         """The innermost simple or compound statement holding `node` (itself if it is one): the ancestor-or-self
-        whose parent is a block or the module; the topmost node reached if there is none."""
-        memo = self._statement
-        climbed: list[int] = []
-        cur = node
-        steps = 0
-        while True:
-            hit = memo.get(cur.id)
-            if hit is not None:
-                found = hit
-                break
-            climbed.append(cur.id)
-            p = self.parent(cur)
-            if p is None or p.type in _STATEMENT_PARENTS:
-                found = cur
-                break
-            steps += 1
-            if steps == DEEP:
-                self.map_statement_of(p)
-            cur = p
-        for key in climbed:
-            memo[key] = found
-        return found
+        whose parent is a block or the module; the topmost node reached (the root) if there is none."""
+        found = self.climb(node, _STATEMENT_KEY, lambda child, parent: (parent.type in _STATEMENT_PARENTS, child))
+        return found if found is not None else self.root
 
 
 def walk_with_parents(node: Node) -> Iterator[tuple[Node, Node | None, Node | None]]:

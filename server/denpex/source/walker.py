@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from denpex.source import fixes as F
 from denpex.source.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
-from denpex.source.fixbuild import RegionFixBuilder
+from denpex.source.fixbuild import STATEMENT_KINDS, RegionFixBuilder
 from denpex.source.hits import Hit, Sink, branch_head, call_parts, stmt_of
 from denpex.source.index import FileIndex, FuncInfo, Kind, positional
 from denpex.source.model import CallStep, Fix, Severity
@@ -34,7 +34,6 @@ MAX_CALL_DEPTH = 64  # a larger configured max-depth is taken as this (each leve
 
 _SKIP = frozenset({"function_definition", "class_definition", "decorated_definition", "lambda", "comment"})
 _EXITS = ("return_statement", "raise_statement", "continue_statement", "break_statement")
-_STATEMENT_KINDS = ("graph", "wrapper", "capture_begin")
 # methods of stateful library objects (optimizers, scalers, streams, events, generators) whose receiver is looked
 # for across files when the file itself does not build it
 _OBJECT_METHODS = frozenset({"step", "update", "synchronize", "query", "manual_seed", "zero_grad"})
@@ -63,7 +62,7 @@ class CaptureWalker:
     def run(self) -> None:
         r = self.region
         root = Frame(r.ix, EMPTY_ENV, (), 0)
-        if r.kind in _STATEMENT_KINDS:
+        if r.kind in STATEMENT_KINDS:
             self._walk(list(r.stmts), root)
         elif r.kind == "entry":  # a function a framework (or the configuration) captures
             for fn_node in r.functions:
@@ -231,7 +230,7 @@ class CaptureWalker:
         stmt = stmt_of(call, ix.src)
         rk = self.kind(recv, frame, deep=meth in _OBJECT_METHODS) if recv is not None else None
         site = CallSite(call, frame, f, q, meth, recv, rk,
-                        positional(call), stmt, stmt.id in self.region_stmt_ids and frame.depth == 0)
+                        positional(call), stmt, self.direct(stmt, frame))
         for claim in self.rules.claims:
             if claim.detect(self, site):
                 break
@@ -260,6 +259,9 @@ class CaptureWalker:
                         al, ac = ix.src.start(a)
                         self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch,
                                    CallStep(ix.path, al, ac, tgt.label), tgt.guess)
+
+    def direct(self, stmt: Node, frame: Frame) -> bool:
+        return frame.depth == 0 and stmt.id in self.region_stmt_ids
 
     # ---- kinds under bindings ----------------------------------------------------------------------------
     def kind(self, node: Node, frame: Frame, deep: bool = False) -> Kind:

@@ -101,6 +101,10 @@ class Walk(Protocol):
 
     state: dict[str, object]  # per capture region, keyed by rule id: what a rule remembers while walking
 
+    def direct(self, stmt: Node, frame: Frame) -> bool:
+        """`stmt` is a statement of the capture region itself (a fix may move it), not of a called function."""
+        ...
+
     def kind(self, node: Node, frame: Frame) -> Kind: ...
     def tensorish(self, node: Node, frame: Frame) -> bool: ...
     def report(self, hazard: str, node: Node, frame: Frame, fixes: list[Fix | None] | None = None,

@@ -9,13 +9,13 @@ from tree_sitter import Node
 
 from denpex.source import fixes as F
 from denpex.source.facts import capturable_optimizer, dead_code, fresh_name_in, truthy
-from denpex.source.hits import stmt_of
+from denpex.source.hits import Hit, stmt_of
 from denpex.source.index import FileIndex, kwarg
 from denpex.source.mentions import identifiers
 from denpex.source.model import Fix, Severity
 from denpex.source.parse import run_query
 from denpex.source.regions import CaptureRegion, _string_value
-from denpex.source.rules._api import CallSite
+from denpex.source.rules._api import CallSite, Walk
 
 _SUBSCRIPT_ASSIGNS = "(assignment left: (subscript subscript: (string) @key)) @assign"
 
@@ -171,6 +171,16 @@ def _saved_by_noncapturable(ix: FileIndex) -> bool:
             if cap is None or not truthy(ix, cap):
                 return True
     return False
+
+
+def report_loaded_state(w: Walk, c: CallSite, hazard: str) -> None:
+    """Report `hazard` when `loaded_state` of this captured step finds it (the two optim-capturable rules each
+    report their own outcome of that one analysis)."""
+    step = optimizer_step(c)
+    found = loaded_state_of(w.state, w.region, c, step) if step is not None else None
+    if found is not None and found.hazard == hazard:
+        w.sink(Hit(found.hazard, c.ix, found.load, w.region, (), [found.fix] if found.fix else [], found.severity,
+                   found.message))
 
 
 def loaded_state_of(state: dict[str, object], region: CaptureRegion, c: CallSite, step: Step) -> LoadedState | None:

@@ -20,8 +20,8 @@ def _nested_with(w: Walk, node: Node, frame: Frame) -> None:
         v = item.child_by_field_name("value")
         f = v.child_by_field_name("function") if v is not None and v.type == "call" else None
         if f is not None and frame.ix.qualname(f) in _OPENERS:
-            direct = node.id in {s.id for s in w.region.stmts} and frame.depth == 0
-            w.report("nested-capture", item, frame, [w.fixes.move_before_capture(stmt_of(node, frame.ix.src), direct)])
+            stmt = stmt_of(node, frame.ix.src)
+            w.report("nested-capture", item, frame, [w.fixes.move_before_capture(stmt, w.direct(stmt, frame))])
 
 
 def _nested_call(w: Walk, c: CallSite) -> bool:

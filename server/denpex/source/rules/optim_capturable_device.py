@@ -3,17 +3,12 @@ CPU: the captured step asserts that params and state steps are on supported devi
 
 from __future__ import annotations
 
-from denpex.source.hits import Hit
 from denpex.source.rules._api import CallSite, Hazard, SourceRule, Walk
-from denpex.source.rules._optimizer import loaded_state_of, optimizer_step
+from denpex.source.rules._optimizer import report_loaded_state
 
 
 def _step_on_cpu(w: Walk, c: CallSite) -> None:
-    step = optimizer_step(c)
-    found = loaded_state_of(w.state, w.region, c, step) if step is not None else None
-    if found is not None and found.hazard == "optimizer-state-step-on-cpu":
-        w.sink(Hit(found.hazard, c.ix, found.load, w.region, (), [found.fix] if found.fix else [], found.severity,
-                   found.message))
+    report_loaded_state(w, c, "optimizer-state-step-on-cpu")
 
 
 RULE = SourceRule(

@@ -4,10 +4,9 @@ whose `load_state_dict` set capturable back to False."""
 from __future__ import annotations
 
 from denpex.source import fixes as F
-from denpex.source.hits import Hit
 from denpex.source.model import TextEdit
 from denpex.source.rules._api import CallSite, Claim, Hazard, SourceRule, Walk
-from denpex.source.rules._optimizer import loaded_state_of, optimizer_step
+from denpex.source.rules._optimizer import optimizer_step, report_loaded_state
 
 
 def _step(w: Walk, c: CallSite) -> bool:
@@ -43,11 +42,7 @@ def _step(w: Walk, c: CallSite) -> bool:
 
 
 def _reset_by_load(w: Walk, c: CallSite) -> None:
-    step = optimizer_step(c)
-    found = loaded_state_of(w.state, w.region, c, step) if step is not None else None
-    if found is not None and found.hazard == "optimizer-capturable-reset-by-load":
-        w.sink(Hit(found.hazard, c.ix, found.load, w.region, (), [found.fix] if found.fix else [], found.severity,
-                   found.message))
+    report_loaded_state(w, c, "optimizer-capturable-reset-by-load")
 
 
 RULE = SourceRule(

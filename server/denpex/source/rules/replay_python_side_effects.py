@@ -68,8 +68,7 @@ def _counter(w: Walk, node: Node, frame: Frame) -> None:
             is_side = k is not None and k.cat == "scalar"
     if is_side:
         st = stmt_of(node, ix.src)
-        direct = st.id in {s.id for s in w.region.stmts} and frame.depth == 0
-        w.report(_HAZARD, node, frame, [w.fixes.move_after_replay(st, direct)],
+        w.report(_HAZARD, node, frame, [w.fixes.move_after_replay(st, w.direct(st, frame))],
                  message="A Python counter updated inside a capture changes once, at capture; replays do not run "
                  "Python")
 
