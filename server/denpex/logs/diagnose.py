@@ -22,7 +22,7 @@ from denpex.errors import DenpexError
 from denpex.logs import events, frameworks, phase
 from denpex.logs.attribution import Attribution, strip_prefixes
 from denpex.logs.matcher import Matcher, detect_frameworks
-from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
+from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits, open_log
 from denpex.logs.traceback import Frame, frames_before, innermost_user_frame
 from denpex.rulebook import CodeEntry, Rule, RuleBook, load_rulebook
 
@@ -295,14 +295,7 @@ def diagnose_path(
             p = bundle_log  # a bundle made by `denpex run` / `denpex collect`
         else:
             raise DenpexError(f"{path}: is a directory (give a log file, '-' for stdin, or a denpex bundle)")
-    try:
-        fh = open(p, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise DenpexError(f"{path}: no such file") from None
-    except PermissionError:
-        raise DenpexError(f"{path}: permission denied") from None
-    except OSError as exc:
-        raise DenpexError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    fh = open_log(str(p), str(path))
     with fh:
         try:
             head = fh.read(65536)

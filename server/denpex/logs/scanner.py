@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from denpex.errors import DenpexError
 from denpex.logs.attribution import Attribution, attribute, split_glued
 from denpex.logs.matcher import Hit, Matcher
 from denpex.logs.normalise import MAX_LINE_CHARS, decode, segments
@@ -212,3 +213,17 @@ _TEXT_BYTES = bytes(range(32, 127)) + b"\t\n\r\x1b\x0c\x08"
 def _binary_bytes(sample: bytes) -> int:
     """Bytes in the sample that no text log holds (NUL and stray control bytes)."""
     return len(sample.translate(None, _TEXT_BYTES + bytes(range(128, 256))))
+
+
+def open_log(path: str, display: str) -> BinaryIO:
+    """Open a log for reading bytes; an unreadable one is a DenpexError of one line naming `display`."""
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise DenpexError(f"{display}: no such file") from None
+    except PermissionError:
+        raise DenpexError(f"{display}: permission denied") from None
+    except IsADirectoryError:
+        raise DenpexError(f"{display}: is a directory") from None
+    except OSError as exc:
+        raise DenpexError(f"{display}: cannot read: {exc.strerror or exc}") from None

@@ -32,7 +32,7 @@ from denpex.logs.ranks import (
     table_entry,
     writer_name,
 )
-from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
+from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits, open_log
 from denpex.logs.timestamps import last_stamp
 from denpex.rulebook import RuleBook
 
@@ -298,16 +298,7 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
             pass
         head = data[:65536]
     else:
-        try:
-            fh = open(src.path, "rb")  # noqa: SIM115 - closed below
-        except FileNotFoundError:
-            raise DenpexError(f"{src.display}: no such file") from None
-        except PermissionError:
-            raise DenpexError(f"{src.display}: permission denied") from None
-        except IsADirectoryError:
-            raise DenpexError(f"{src.display}: is a directory") from None
-        except OSError as exc:
-            raise DenpexError(f"{src.display}: cannot read: {exc.strerror or exc}") from None
+        fh = open_log(src.path, src.display)
         with fh:
             try:
                 size = os.fstat(fh.fileno()).st_size
