@@ -39,6 +39,7 @@ class Env:
 
 
 EMPTY_ENV = Env()
+_HOOK_METHODS = ("register_forward_hook", "register_forward_pre_hook")
 _FUNCTION = frozenset({"function_definition"})
 
 
@@ -63,6 +64,7 @@ class Resolver:
     imported_elsewhere: Callable[[str, str], bool] | None = None
     files_with: FilesWith | None = None  # the workspace files that may call a function of a file (call sites)
     _calls_cache: dict[str, list[Node]] = field(default_factory=dict)
+    _hooks_cache: dict[tuple[str, int], list[tuple[Node, Node]]] = field(default_factory=dict)
     values: Values = field(init=False)
 
     def __post_init__(self) -> None:
@@ -173,23 +175,34 @@ class Resolver:
         if inst.site_ix is not None:
             files[id(inst.site_ix)] = inst.site_ix
         for f in files.values():
-            if not f.has(b"register_forward"):
-                continue
-            f.src.need_word("register_forward_hook")
-            f.src.need_word("register_forward_pre_hook")
+            for o, hook in self._hook_registrations(f):
+                if not any(isinstance(v, Inst) and v.cls is inst.cls and (
+                        v.site is None or inst.site is None or v.key() == inst.key()) for v in self.values.of(f, o)):
+                    continue
+                out.extend(self.targets_of(self.values.of(f, hook), f"{label} hook {f.text(hook)}"))
+        return out
+
+    def _hook_registrations(self, f: FileIndex) -> list[tuple[Node, Node]]:
+        """(module, hook) of every `module.register_forward_(pre_)hook(hook, ...)` in a file, found once per file
+        (instance calls ask for every instance); a new registration anywhere in the file is a non-local edit."""
+        if not f.has(b"register_forward"):
+            return []
+        for name in _HOOK_METHODS:
+            f.watched.add(name)
+        key = (f.path, id(f))
+        found = self._hooks_cache.get(key)
+        if found is None:
+            found = self._hooks_cache[key] = []
+            for name in _HOOK_METHODS:
+                f.src.need_word(name)
             for call in run_query("(call function: (attribute) arguments: (argument_list)) @c", f.src.root).get("c", []):
                 fnode = call.child_by_field_name("function")
                 o = fnode.child_by_field_name("object") if fnode is not None else None
                 m = fnode.child_by_field_name("attribute") if fnode is not None else None
                 args = positional(call)
-                if o is None or m is None or not args or f.text(m) not in ("register_forward_hook",
-                                                                          "register_forward_pre_hook"):
-                    continue
-                if not any(isinstance(v, Inst) and v.cls is inst.cls and (
-                        v.site is None or inst.site is None or v.key() == inst.key()) for v in self.values.of(f, o)):
-                    continue
-                out.extend(self.targets_of(self.values.of(f, args[0]), f"{label} hook {f.text(args[0])}"))
-        return out
+                if o is not None and m is not None and args and f.text(m) in _HOOK_METHODS:
+                    found.append((o, args[0]))
+        return found
 
     def _partial_args(self, v: Func) -> tuple[Env, int]:
         """The arguments a `functools.partial(f, a, k=v)` binds ahead of the call, when `v` came from one."""
