@@ -49,6 +49,8 @@ describe('Denpex in a Jupyter notebook in VS Code (code-server + Chromium)', { t
     const squiggle = cellError();
     await squiggle.waitFor({ timeout: 90_000 });
     const line = page.locator('.notebook-editor .view-line', { hasText: 'scale = x.abs().max().item()' }).first();
+    // the cells re-lay out after the side bar closes: measure once the line is rendered again
+    await line.waitFor({ timeout: 30_000 });
     const [sq, ln] = [await squiggle.boundingBox(), await line.boundingBox()];
     assert.ok(sq && ln, 'squiggle and line visible');
     assert.ok(Math.abs(sq.y + sq.height / 2 - (ln.y + ln.height / 2)) < ln.height, 'the squiggle is on the .item() line of cell 2');
