@@ -112,3 +112,61 @@ def test_dumps_indented_raises_what_json_dumps_raises() -> None:
     loop.append(loop)
     with pytest.raises(ValueError):
         dumps_indented(loop)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_vector_newline_count_equals_bytes_count(seed: int) -> None:
+    from denpex.logs import bytecount
+
+    if bytecount.ENGINE == "scalar":
+        pytest.skip("no stringzilla wheel here: the scalar count is the only one")
+    rnd = random.Random(seed)
+    n = rnd.choice([0, 1, 31, 32, 33, 4095, 70_000])
+    data = bytes(rnd.choice(b"ab\n\r\x00\xff") for _ in range(n))
+    for buf in (data, bytearray(data)):
+        for _ in range(20):
+            start = rnd.randint(0, n + 2)
+            end = rnd.randint(0, n + 2)
+            assert bytecount.count_newlines(buf, start, end) == buf.count(b"\n", start, end)
+
+
+def test_pooled_read_buffers_keep_each_scan_exact(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Scans share two pooled buffers: a scan after another, one left unfinished, or two at once
+    each see only their own bytes (the lines, numbers and contexts of a fresh scan)."""
+    import io
+
+    from denpex.logs import scanner
+
+    monkeypatch.setattr(scanner, "CHUNK", 64)
+    monkeypatch.setattr(scanner._Reader, "_free", [])
+    matcher = matcher_for(None)
+
+    def log(tag: str, n: int) -> bytes:
+        lines = [f"{tag} step {i}" for i in range(n)]
+        lines[n // 2] = f"{tag} RuntimeError: CUDA error: operation not permitted when stream is capturing"
+        return ("\n".join(lines) + "\n").encode()
+
+    def scan(data: bytes, stop: int | None = None) -> list[tuple[int, str]]:
+        out = []
+        for lh in scanner.iter_line_hits(io.BytesIO(data), matcher, scanner.ScanStats()):
+            out.append((lh.line, lh.text))
+            if stop is not None and len(out) >= stop:
+                break
+        return out
+
+    a, b = log("aaa", 41), log("bbbbbb", 97)
+    want_a, want_b = scan(a), scan(b)
+    assert want_a == [(21, "aaa RuntimeError: CUDA error: operation not permitted when stream is capturing")]
+    assert want_b and want_b[0][0] == 49
+    for _ in range(3):  # buffers come back from the pool already written by the other log
+        assert scan(b) == want_b
+        assert scan(a) == want_a
+    # two scans interleaved: each holds its own pair
+    ga = scanner.iter_line_hits(io.BytesIO(a * 3), matcher, scanner.ScanStats())
+    gb = scanner.iter_line_hits(io.BytesIO(b * 3), matcher, scanner.ScanStats())
+    got_a, got_b = [], []
+    for la, lb in zip(ga, gb, strict=True):
+        got_a.append(la.line)
+        got_b.append(lb.line)
+    assert got_a == [21, 62, 103]
+    assert got_b == [49, 146, 243]

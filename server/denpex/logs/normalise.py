@@ -21,7 +21,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 MAX_LINE_CHARS = 16_384  # longer lines are matched in windows (see scanner)
 
 
-def decode(raw: bytes) -> str:
+def decode(raw: bytes | bytearray) -> str:
     """Bytes to text: UTF-8 where valid, U+FFFD elsewhere; never raises."""
     return raw.decode("utf-8", errors="replace")
 

@@ -15,7 +15,7 @@ import io
 import os
 import re
 from collections import Counter
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from denpex.errors import DenpexError
 from denpex.logs.attribution import Attribution
@@ -125,6 +125,16 @@ class _Bounded(io.RawIOBase):
         self.fh.seek(offset, 1)
         self.left -= offset
         return self.fh.tell()
+
+    def readinto(self, b: Any) -> int:
+        if self.left <= 0:
+            return 0
+        view = memoryview(b)
+        if len(view) > self.left:
+            view = view[: self.left]
+        n = cast(Any, self.fh).readinto(view) or 0
+        self.left -= n
+        return n
 
     def read(self, n: int = -1) -> bytes:
         if self.left <= 0:

@@ -9,11 +9,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
-import fastjsonschema
-import regex
-import yaml
-
 from denpex.errors import RuleBookError
+from denpex.rulebook.cache import cached
 from denpex.rulebook.codes import TABLE_GROUPS
 from denpex.rulebook.model import (
     CodeEntry,
@@ -41,11 +38,13 @@ def builtin_rules_dir() -> Path:
 
 @cache
 def _validator() -> Callable[[Any], Any]:
+    import fastjsonschema  # imported here: a start from the cache needs none of these
     schema = json.loads((builtin_rules_dir() / SCHEMA_NAME).read_text(encoding="utf-8"))
     return cast(Callable[[Any], Any], fastjsonschema.compile(schema))
 
 
 def _yaml_load(text: str) -> Any:
+    import yaml
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(text, Loader=loader)
 
@@ -57,6 +56,8 @@ def _field_path(message: str) -> str:
 
 def parse_rule(data: Mapping[str, Any], path: str, *, validate: bool = True) -> Rule:
     """Validate one rule mapping and build its typed view."""
+    import fastjsonschema
+    import regex
     try:
         if validate:
             _validator()(dict(data))
@@ -167,6 +168,7 @@ def parse_rule(data: Mapping[str, Any], path: str, *, validate: bool = True) -> 
 
 
 def _hint(h: Mapping[str, Any], path: str, i: int) -> Hint:
+    import regex
     try:
         regex.compile(h["regex"])
     except regex.error as exc:
@@ -193,6 +195,7 @@ def _code_entry(c: Mapping[str, Any]) -> CodeEntry:
 
 
 def load_rule_file(path: Path, *, validate: bool = True) -> Rule:
+    import yaml
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -256,7 +259,8 @@ def _builtin_rules() -> tuple[Rule, ...]:
     # The shipped rules are schema-checked by the test suite (tests/logs/test_rulebook.py), so a
     # start-up (the language server's first diagnostics) does not pay for compiling the validator.
     # Users' rule folders are always validated.
-    return tuple(load_rule_file(p, validate=False) for p in rule_files(builtin_rules_dir()))
+    files = rule_files(builtin_rules_dir())
+    return cached("rulebook", files, lambda: tuple(load_rule_file(p, validate=False) for p in files))
 
 
 @cache

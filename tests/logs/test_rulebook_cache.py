@@ -1,0 +1,61 @@
+"""The per-user cache of the parsed built-in rule book: same rules, refreshed when a file changes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from denpex.rulebook import cache
+
+
+def test_cached_value_is_reused_until_an_input_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DENPEX_CACHE_DIR", str(tmp_path / "c"))
+    src = tmp_path / "rule.yaml"
+    src.write_text("one")
+    builds: list[str] = []
+
+    def build() -> str:
+        builds.append(src.read_text())
+        return src.read_text()
+
+    assert cache.cached("t", [src], build) == "one"
+    assert cache.cached("t", [src], build) == "one"
+    assert builds == ["one"]  # the second call read the cache
+    src.write_text("two, longer")  # size and mtime change: a new key
+    assert cache.cached("t", [src], build) == "two, longer"
+    assert builds == ["one", "two, longer"]
+    assert len(list((tmp_path / "c").glob("t-*.pickle"))) == 1  # the stale entry is gone
+
+
+def test_a_corrupt_or_unwritable_cache_only_costs_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    where = tmp_path / "c"
+    monkeypatch.setenv("DENPEX_CACHE_DIR", str(where))
+    src = tmp_path / "r.yaml"
+    src.write_text("x")
+    assert cache.cached("t", [src], lambda: 1) == 1
+    for f in where.glob("t-*.pickle"):
+        f.write_bytes(b"not a pickle")
+    assert cache.cached("t", [src], lambda: 2) == 2
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("DENPEX_CACHE_DIR", str(blocker / "sub"))  # cannot be created
+    assert cache.cached("t", [src], lambda: 3) == 3
+    monkeypatch.setenv("DENPEX_CACHE_DIR", "")  # off
+    assert cache.cache_dir() is None
+    assert cache.cached("t", [src], lambda: 4) == 4
+
+
+def test_the_cached_rule_book_equals_the_parsed_one(tmp_path: Path) -> None:
+    """Two fresh processes: the first parses and writes the cache, the second reads it back."""
+    code = ("import pickle, sys; from denpex.rulebook.loader import _builtin_rules, load_rule_file, "
+            "rule_files, builtin_rules_dir; "
+            "parsed = tuple(load_rule_file(p, validate=False) for p in rule_files(builtin_rules_dir())); "
+            "got = _builtin_rules(); sys.exit(0 if got == parsed and len(got) > 50 else 1)")
+    env = {**os.environ, "DENPEX_CACHE_DIR": str(tmp_path)}
+    for _ in range(2):
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    assert len(list(tmp_path.glob("rulebook-*.pickle"))) == 1
