@@ -154,3 +154,17 @@ def test_single_node_guess_of_one_machine_does_not_survive_the_merge(tmp_path: P
     assert v["rank"] is None and v["local_rank"] == 2
     whole = _json(denpex("diagnose", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "json"))
     assert whole["verdict"] == v
+
+
+def test_merge_leaves_the_summaries_it_was_given_as_they_were(tmp_path: Path) -> None:
+    """Ranks are mapped on copies (a single node's local = global guess): the inputs are unchanged."""
+    import copy
+
+    root = fb.torchrun_single_node(tmp_path / "job", fail=2)
+    sums, _warn = parallel.summarise_all(discover([str(root)]).sources, [], 100, jobs=1)
+    before = copy.deepcopy(sums)
+    doc = merge_summaries(sums, [str(root)])
+    assert doc["verdict"]["rank"] == 2 and doc["verdict"]["local_rank"] == 2
+    assert any(s["source"].get("rank") is None and s["source"].get("local_rank") == 2 for s in sums)
+    assert sums == before
+    assert doc["files"] == before

@@ -59,3 +59,18 @@ def test_the_cached_rule_book_equals_the_parsed_one(tmp_path: Path) -> None:
     for _ in range(2):
         subprocess.run([sys.executable, "-c", code], env=env, check=True)
     assert len(list(tmp_path.glob("rulebook-*.pickle"))) == 1
+
+
+def test_a_wrong_cached_prefilter_cover_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prefilter's keys come from the cache only if they still cover every anchor."""
+    import pickle
+
+    from denpex.logs import matcher
+
+    monkeypatch.setenv("DENPEX_CACHE_DIR", str(tmp_path))
+    anchors = (b"operation not permitted when stream is capturing", b"NCCL WARN ", b"SIGSEGV")
+    good = matcher._cached_cover(anchors, 8)
+    assert all(any(k in a for k in good) for a in anchors)
+    (entry,) = tmp_path.glob("cover-keys-*.pickle")
+    entry.write_bytes(pickle.dumps((b"zzzzzzzz",)))  # covers nothing
+    assert matcher._cached_cover(anchors, 8) == good

@@ -170,3 +170,112 @@ def test_pooled_read_buffers_keep_each_scan_exact(tmp_path, monkeypatch) -> None
         got_b.append(lb.line)
     assert got_a == [21, 62, 103]
     assert got_b == [49, 146, 243]
+
+
+def _attribute_plain(text: str) -> tuple[object, ...]:
+    """attribute() as first written: every rule's regex searched on every line."""
+    from denpex.logs import attribution
+
+    saved = attribution._NEEDS
+    attribution._NEEDS = dict.fromkeys(saved, "")  # "" is in every text: no rule is skipped
+    try:
+        a = attribution.attribute(text)
+    finally:
+        attribution._NEEDS = saved
+    return (a.rank, a.local_rank, a.node, a.process, a.device, tuple(a.evidence))
+
+
+_PIECES = ["[rank3]:", "[default1]:", "[0,2]<stdout>:", "(VllmWorker rank=2 pid=77)", "(Worker_TP1 pid=9)",
+           "(RayWorker pid=12, ip=10.0.0.2)", "DP1 TP3]", " TP2 EP1]", "node7:123:456 [3] NCCL WARN x",
+           "[PG ID 0 PG GUID 0(default_pg) Rank 5]", "rank 4:", "Rank=6,", " 12: ", "3: ", "pid=", "ank",
+           "TP", "] NCCL ", "[PG", "]<", ": ", "Traceback (most recent call last):",
+           '  File "/x/train.py", line 9, in step', "    loss.item()", "    ^^^^", "plain text", "é"]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_attribute_with_literal_guards_equals_every_regex_searched(seed: int) -> None:
+    from denpex.logs.attribution import attribute
+
+    rnd = random.Random(seed)
+    for _ in range(50):
+        text = rnd.choice(["", " ", "x"]).join(rnd.choice(_PIECES) for _ in range(rnd.randint(0, 4)))
+        a = attribute(text)
+        assert (a.rank, a.local_rank, a.node, a.process, a.device, tuple(a.evidence)) == _attribute_plain(text)
+
+
+def _frames_before_plain(lines, hit_rank, hit_local):  # type: ignore[no-untyped-def]
+    """frames_before as first written: every line attributed, then walked back from the end."""
+    from denpex.logs import ipython
+    from denpex.logs.attribution import attribute, strip_prefixes
+    from denpex.logs.traceback import _FRAME, Frame
+
+    own = []
+    for no, text in lines:
+        who = attribute(text)
+        if hit_rank is not None and who.rank is not None and who.rank != hit_rank:
+            continue
+        if hit_local is not None and who.local_rank is not None and who.local_rank != hit_local:
+            continue
+        own.append((no, strip_prefixes(text)))
+    frames = []
+    code_after: dict[int, str] = {}
+    arrow = None
+    for i in range(len(own) - 1, -1, -1):
+        no, text = own[i]
+        if text.startswith(("Traceback (most recent call last)", "During handling", "The above exception")) \
+                or ipython.is_header(text):
+            break
+        m = _FRAME.match(text)
+        if m:
+            frames.append(Frame(m["path"], int(m["line"]), m["func"], code_after.get(i + 1, ""), no))
+        elif (ip := ipython.frame(text, arrow)) is not None:
+            frames.append(Frame(ip.path, ip.line, ip.function, ip.code, no))
+            arrow = None
+        elif (a := ipython.arrow(text)) is not None:
+            arrow = a
+        else:
+            stripped = text.strip()
+            if stripped and not set(stripped) <= {"^", "~", " "}:
+                code_after[i] = stripped
+    frames.reverse()
+    return frames
+
+
+_TB_LINES = ["Traceback (most recent call last):", '  File "/w/train.py", line 12, in <module>',
+             "    main()", '  File "/usr/lib/python3.12/site-packages/torch/cuda/graphs.py", line 88, in capture_end',
+             "    super().capture_end()", "    ~~~~^^", "", "During handling of the above exception, another exception occurred:",
+             "Cell In[3], line 5", "----> 5 x.item()", "      6 y", "File /tmp/ipykernel_1/123.py:5, in f(x)",
+             "RuntimeError: CUDA error: operation not permitted when stream is capturing", "step 7 loss 1.0"]
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_frames_before_walked_from_the_end_equals_the_whole_walk(seed: int) -> None:
+    from denpex.logs.traceback import frames_before
+
+    rnd = random.Random(seed)
+    prefixes = ["", "[rank0]:", "[rank1]:", "[default0]:", "[default2]:", "3: "]
+    lines = [(i + 1, rnd.choice(prefixes) + rnd.choice(_TB_LINES)) for i in range(rnd.randint(0, 40))]
+    for hit_rank, hit_local in ((None, None), (0, None), (1, None), (None, 0), (0, 2)):
+        assert frames_before(lines, hit_rank, hit_local) == _frames_before_plain(lines, hit_rank, hit_local)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_dumps_report_parses_to_the_document(seed: int) -> None:
+    from denpex.logs.json_text import dumps_indented, dumps_report
+
+    rnd = random.Random(seed)
+    doc: dict[str, object] = {"schema": "denpex.diagnosis/1", "verdict": _random_json(rnd, 3)}
+    if seed % 4:
+        doc["files"] = [{"source": {"display": f"r{i}/stderr.log"}, "x": _random_json(rnd, 3)}
+                        for i in range(rnd.randint(0, 5))]
+    if seed % 7 == 0:
+        doc["after"] = 1  # files not last: written indented like the rest
+    text = dumps_report(doc)
+    assert json.loads(text) == json.loads(json.dumps(doc))
+    files = doc.get("files")
+    if isinstance(files, list) and files and list(doc)[-1] == "files":
+        lines = text.splitlines()
+        start = lines.index('  "files": [')
+        assert len(lines) == start + len(files) + 3  # one line per file, "]" and "}"
+    else:
+        assert text == dumps_indented(doc)

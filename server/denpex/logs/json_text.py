@@ -91,3 +91,18 @@ def dumps_indented(obj: Any) -> str:
     except (_Unknown, RecursionError):
         return json.dumps(obj, indent=2, ensure_ascii=False)
     return "".join(out)
+
+
+def dumps_report(doc: dict[str, Any]) -> str:
+    """dumps_indented(doc), but with the entries of its last key ``files`` one per line, compact.
+
+    A folder's thousand file summaries are 9 MB of JSON that is read by ``denpex merge``, not by
+    eye; indented in Python they cost a tenth of the run, one line each (the C encoder) almost
+    nothing, and a line per file is easier to grep. The document parses to the same value.
+    """
+    files = doc.get("files")
+    if not isinstance(files, list) or not files or len(doc) < 2 or list(doc)[-1] != "files":
+        return dumps_indented(doc)
+    head = dumps_indented({k: v for k, v in doc.items() if k != "files"})
+    rows = ",\n    ".join(json.dumps(f, ensure_ascii=False) for f in files)
+    return head[: -len("\n}")] + ',\n  "files": [\n    ' + rows + "\n  ]\n}"

@@ -90,7 +90,7 @@ class Matcher:
         )
         self.key_prefilters: list[ahocorasick_rs.BytesAhoCorasick] = []
         if len(anchors) > MAX_KEYS and not any("\n" in a for a in anchors):
-            keys = cover_keys(tuple(a.encode("utf-8") for a in anchors), KEY_MIN)
+            keys = _cached_cover(tuple(a.encode("utf-8") for a in anchors), KEY_MIN)
             groups = -(-len(keys) // MAX_KEYS)
             size = -(-len(keys) // groups)
             self.key_prefilters = [
@@ -195,6 +195,20 @@ class Matcher:
         except TimeoutError:
             return None
         return None
+
+
+def _cached_cover(anchors: tuple[bytes, ...], min_len: int) -> tuple[bytes, ...]:
+    """cover_keys, kept in the per-user cache: the greedy cover costs 15 ms of every start."""
+    from pathlib import Path
+
+    from denpex.rulebook.cache import cached
+
+    extra = b"\0".join((str(min_len).encode(), *anchors))
+    keys = cached("cover-keys", [Path(__file__)], lambda: cover_keys(anchors, min_len), extra)
+    # the prefilter is exact only if every anchor holds a key: a cache entry is checked, not trusted
+    if not all(any(k in a for k in keys) for a in anchors):
+        keys = cover_keys(anchors, min_len)
+    return keys
 
 
 @lru_cache(maxsize=16)

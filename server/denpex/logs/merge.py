@@ -11,7 +11,6 @@ causal role (an initiating error before collateral) and then by rank.
 
 from __future__ import annotations
 
-import copy
 import socket
 from collections import Counter
 from typing import Any
@@ -56,8 +55,10 @@ def merge_summaries(summaries: list[dict[str, Any]], inputs: list[str],
             seen.add(key)
             raw.append(s)
     # ranks are mapped on copies: a mapping one machine's files allow (a single node) may not hold for
-    # the job, so the summaries written out keep what their files said and each merge decides again
-    files = copy.deepcopy(raw)
+    # the job, so the summaries written out keep what their files said and each merge decides again.
+    # Shallow copies: _set_rank copies what it changes (a deep copy of a thousand summaries cost
+    # more than deciding on them)
+    files = [dict(s) for s in raw]
     notes_job: list[str] = []
     _map_ranks(files, notes_job)
     warn = list(warnings or []) + [w for s in files for w in s.get("warnings", [])]
@@ -121,7 +122,9 @@ def _host_in(node: str | None, table: list[TableEntry]) -> str | None:
 
 
 def _set_rank(s: dict[str, Any], rank: int, why: str) -> None:
-    src = s["source"]
+    """Give a (shallow-copied) summary its global rank; every dict it changes is copied first, so
+    the summary it was copied from keeps what its file said."""
+    src = s["source"] = dict(s["source"])
     old = writer_name(None, src.get("local_rank"), src.get("node"))
     new = f"rank {rank}"
     src["rank"] = rank
@@ -129,12 +132,22 @@ def _set_rank(s: dict[str, Any], rank: int, why: str) -> None:
     for key in ("timed_out", "last_enqueued"):
         facts = s.get(key) or {}
         if old in facts:
+            facts = s[key] = dict(facts)
             facts[new] = facts.pop(old)
-    for f in [s.get("verdict"), *s.get("findings", [])]:
-        if f and f.get("rank") is None and f.get("local_rank") == src.get("local_rank"):
-            f["rank"] = rank
-            ev = "attribution" if "attribution" in f else "evidence"
-            f[ev] = [*f.get(ev, []), why]
+
+    def mapped(f: dict[str, Any]) -> dict[str, Any]:
+        if f.get("rank") is not None or f.get("local_rank") != src.get("local_rank"):
+            return f
+        f = dict(f)
+        f["rank"] = rank
+        ev = "attribution" if "attribution" in f else "evidence"
+        f[ev] = [*f.get(ev, []), why]
+        return f
+
+    if s.get("verdict"):
+        s["verdict"] = mapped(s["verdict"])
+    if s.get("findings"):
+        s["findings"] = [mapped(f) for f in s["findings"]]
 
 
 # --- the decision -------------------------------------------------------------------------------

@@ -39,25 +39,24 @@ def frames_before(
     Lines from other ranks (interleaved writers) are skipped; the walk stops at the
     traceback header or at a chained-exception separator.
     """
-    own: list[tuple[int, str]] = []
-    for no, text in lines:
-        who = attribute(text)
+    # Walked from the end and stopped at the header: the lines above it (most of a 200-line
+    # context) are never attributed, which was most of a small rank file's whole diagnosis.
+    frames: list[Frame] = []
+    next_code = ""  # the code line right below the current one (of the same writer), if any
+    arrow: ipython.Arrow | None = None  # IPython frames: the `---->` line below the frame's header
+    for no, raw in reversed(lines):
+        who = attribute(raw)
         if hit_rank is not None and who.rank is not None and who.rank != hit_rank:
             continue
         if hit_local is not None and who.local_rank is not None and who.local_rank != hit_local:
             continue
-        own.append((no, strip_prefixes(text)))
-    frames: list[Frame] = []
-    code_after: dict[int, str] = {}
-    arrow: ipython.Arrow | None = None  # IPython frames: the `---->` line below the frame's header
-    for i in range(len(own) - 1, -1, -1):
-        no, text = own[i]
+        text = strip_prefixes(raw)
         if text.startswith("Traceback (most recent call last)") or text.startswith("During handling") or text.startswith("The above exception") or ipython.is_header(text):
             break
+        code = ""
         m = _FRAME.match(text)
         if m:
-            code = code_after.get(i + 1, "")
-            frames.append(Frame(m["path"], int(m["line"]), m["func"], code, no))
+            frames.append(Frame(m["path"], int(m["line"]), m["func"], next_code, no))
         elif (ip := ipython.frame(text, arrow)) is not None:
             frames.append(Frame(ip.path, ip.line, ip.function, ip.code, no))
             arrow = None
@@ -66,7 +65,8 @@ def frames_before(
         else:
             stripped = text.strip()
             if stripped and not set(stripped) <= {"^", "~", " "}:
-                code_after[i] = stripped
+                code = stripped
+        next_code = code
     frames.reverse()
     return frames
 

@@ -1,4 +1,5 @@
-"""A per-user cache of the parsed built-in rule book, so a run does not re-read 100 YAML files.
+"""A per-user cache of what every run would otherwise rebuild: the parsed built-in rule book (so a
+run does not re-read 100 YAML files) and the log prefilter's keys.
 
 Parsing the shipped rules costs about 45 ms of every start (YAML, then the typed view); loading
 them back from a pickle costs about 2 ms. The cache is keyed by everything the parsed rules depend
@@ -33,10 +34,10 @@ def cache_dir() -> Path | None:
     return Path(base) / "denpex"
 
 
-def _key(files: Sequence[Path]) -> str:
+def _key(files: Sequence[Path], extra: bytes = b"") -> str:
     from denpex import __version__
 
-    parts = [__version__, sys.version]
+    parts = [__version__, sys.version, extra.hex()]
     here = Path(__file__).resolve().parent
     for p in [*files, *(here / m for m in _MODULES)]:
         st = p.stat()
@@ -47,13 +48,13 @@ def _key(files: Sequence[Path]) -> str:
     return f"{zlib.crc32(stamp):08x}{zlib.crc32(stamp[::-1]):08x}{len(stamp):x}"
 
 
-def cached(name: str, files: Sequence[Path], build: Callable[[], T]) -> T:
-    """build(), or what an earlier build() with the same inputs saved."""
+def cached(name: str, files: Sequence[Path], build: Callable[[], T], extra: bytes = b"") -> T:
+    """build(), or what an earlier build() with the same inputs (files, and extra bytes) saved."""
     where = cache_dir()
     if where is None:
         return build()
     try:
-        path = where / f"{name}-{_key(files)}.pickle"
+        path = where / f"{name}-{_key(files, extra)}.pickle"
     except OSError:
         return build()
     try:
