@@ -279,3 +279,15 @@ def test_dumps_report_parses_to_the_document(seed: int) -> None:
         assert len(lines) == start + len(files) + 3  # one line per file, "]" and "}"
     else:
         assert text == dumps_indented(doc)
+
+
+def test_log_source_to_json_equals_asdict_with_every_field() -> None:
+    from dataclasses import asdict, fields
+
+    from denpex.logs.layout import LogSource
+
+    src = LogSource("/p/0/stderr.log", "0/stderr.log", "torchrun", rank=3, local_rank=1, node="n1",
+                    run="r_x", attempt=2, stream="stderr", evidence=["path attempt_2/1"])
+    assert src.to_json() == asdict(src)
+    assert list(src.to_json()) == [f.name for f in fields(LogSource)]  # a new field fails here
+    assert src.to_json()["evidence"] is not src.evidence

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,10 @@ class LogSource:
     evidence: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # asdict() recurses through deepcopy: 50 us a file, a tenth of a small file's summary
+        return {"path": self.path, "display": self.display, "kind": self.kind, "rank": self.rank,
+                "local_rank": self.local_rank, "node": self.node, "run": self.run,
+                "attempt": self.attempt, "stream": self.stream, "evidence": list(self.evidence)}
 
 
 @dataclass
