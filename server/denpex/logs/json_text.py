@@ -93,16 +93,31 @@ def dumps_indented(obj: Any) -> str:
     return "".join(out)
 
 
-def dumps_report(doc: dict[str, Any]) -> str:
-    """dumps_indented(doc), but with the entries of its last key ``files`` one per line, compact.
+def dumps_report(doc: dict[str, Any], compact: tuple[str, ...] = ("findings", "files")) -> str:
+    """dumps_indented(doc), but the entries of its top-level lists named in ``compact`` one per line.
 
-    A folder's thousand file summaries are 9 MB of JSON that is read by ``denpex merge``, not by
-    eye; indented in Python they cost a tenth of the run, one line each (the C encoder) almost
-    nothing, and a line per file is easier to grep. The document parses to the same value.
+    A folder's thousand file summaries are 9 MB of JSON read by ``denpex merge``, not by eye, and a
+    big log's thousand findings 400 KB: indented in Python they cost a tenth of a folder's run and
+    a twentieth of a big file's; one line each (the C encoder) almost nothing, and a line per file
+    or finding is easier to grep. The document parses to the same value.
     """
-    files = doc.get("files")
-    if not isinstance(files, list) or not files or len(doc) < 2 or list(doc)[-1] != "files":
+    if not doc:
+        return "{}"
+    out: list[str] = []
+    sep = "{\n  "
+    try:
+        for k, v in doc.items():
+            out.append(sep)
+            out.append(encode_basestring(_key(k)))
+            out.append(": ")
+            if k in compact and isinstance(v, list) and v:
+                out.append("[\n    ")
+                out.append(",\n    ".join(json.dumps(x, ensure_ascii=False) for x in v))
+                out.append("\n  ]")
+            else:
+                _write(v, 1, out)
+            sep = ",\n  "
+    except (_Unknown, RecursionError, TypeError, ValueError):
         return dumps_indented(doc)
-    head = dumps_indented({k: v for k, v in doc.items() if k != "files"})
-    rows = ",\n    ".join(json.dumps(f, ensure_ascii=False) for f in files)
-    return head[: -len("\n}")] + ',\n  "files": [\n    ' + rows + "\n  ]\n}"
+    out.append("\n}")
+    return "".join(out)

@@ -81,7 +81,7 @@ class Window:
 
     def prime(self, data: Buffer) -> None:
         """Start with the bytes before the stream (whole lines): they number 0, -1, ... backwards."""
-        self.cur, self.cur_end, self.cur_first_line = data, len(data), 1 - data.count(b"\n")
+        self.cur, self.cur_end, self.cur_first_line = data, len(data), 1 - count_newlines(data, 0, len(data))
 
 
 def _seekable(stream: BinaryIO) -> bool:
