@@ -312,3 +312,15 @@ def test_dumps_report_writes_a_summary_document_one_entry_a_line() -> None:
     assert lines[-5:] == ['  "files": [', '    {"source": {"display": "0/stderr.log"}, "verdict": null},',
                           '    {"source": {"display": "1"}}', "  ]", "}"]
     assert json.loads("\n".join(lines)) == doc
+
+
+@pytest.mark.parametrize("n", [1, 31, 63, 64, 65, 87, 96, 128, 129, 200])
+def test_key_groups_keep_every_key_once_and_at_most_64_a_group(n: int) -> None:
+    from denpex.logs.matcher import MAX_KEYS, key_groups
+
+    keys = tuple(f"key{i:04d}".encode() for i in range(n))
+    groups = key_groups(keys)
+    assert [k for g in groups for k in g] == list(keys)
+    assert all(0 < len(g) <= MAX_KEYS for g in groups)
+    assert len(groups) == -(-n // MAX_KEYS)  # no more passes than the fewest possible
+    assert all(len(g) == MAX_KEYS for g in groups[1:])

@@ -91,13 +91,9 @@ class Matcher:
         self.key_prefilters: list[ahocorasick_rs.BytesAhoCorasick] = []
         if len(anchors) > MAX_KEYS and not any("\n" in a for a in anchors):
             keys = _cached_cover(tuple(a.encode("utf-8") for a in anchors), KEY_MIN)
-            groups = -(-len(keys) // MAX_KEYS)
-            size = -(-len(keys) // groups)
             self.key_prefilters = [
-                ahocorasick_rs.BytesAhoCorasick(
-                    list(keys[i : i + size]), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
-                )
-                for i in range(0, len(keys), size)
+                ahocorasick_rs.BytesAhoCorasick(list(g), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
+                for g in key_groups(keys)
             ]
         # On a candidate line every anchor counts, overlapping or not.
         self.text_anchors = ahocorasick_rs.AhoCorasick(anchors)
@@ -195,6 +191,19 @@ class Matcher:
         except TimeoutError:
             return None
         return None
+
+
+def key_groups(keys: tuple[bytes, ...]) -> list[tuple[bytes, ...]]:
+    """The keys cut into searcher groups: full groups of MAX_KEYS and one with the rest.
+
+    Above 32 patterns the crate runs its "fat" searcher (16 buckets, 16 bytes a step), up to 32 the
+    "slim" one (8 buckets, 32 bytes a step): a pass over a group of 23 costs less than one over 43.
+    For the 87 keys of the rule book, 23 + 64 scanned a 1 GiB log in 0.25 s against 0.27-0.29 s
+    for 44 + 43 (two processes, same run).
+    """
+    groups = -(-len(keys) // MAX_KEYS)
+    first = len(keys) - MAX_KEYS * (groups - 1)
+    return [keys[:first], *(keys[i : i + MAX_KEYS] for i in range(first, len(keys), MAX_KEYS))]
 
 
 def _cached_cover(anchors: tuple[bytes, ...], min_len: int) -> tuple[bytes, ...]:
