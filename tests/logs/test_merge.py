@@ -168,3 +168,58 @@ def test_merge_leaves_the_summaries_it_was_given_as_they_were(tmp_path: Path) ->
     assert any(s["source"].get("rank") is None and s["source"].get("local_rank") == 2 for s in sums)
     assert sums == before
     assert doc["files"] == before
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="forked range workers need os.fork")
+@pytest.mark.parametrize("jobs", [2, 3, 5])
+def test_forked_range_workers_give_the_single_pass_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          jobs: int) -> None:
+    """One big file alone: its ranges run in forked children (no executor), with the same answer."""
+    p = tmp_path / "big.log"
+    line, total = _big_log(p, 60)
+    sources = discover([str(p)]).sources
+    inline, _w = parallel.summarise_all(sources, [], 100, jobs=1)
+    monkeypatch.setattr(parallel, "SMALL_JOB", 0)
+    monkeypatch.setattr(parallel, "BIG_FILE", 256 << 10)
+    monkeypatch.setattr(summary, "MIN_RANGE", 64 << 10)
+    forks: list[int] = []
+    real_fork = parallel.os.fork
+
+    def counting_fork() -> int:
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr(parallel.os, "fork", counting_fork)
+    forked, warnings = parallel.summarise_all(sources, [], 100, jobs=jobs)
+    assert len(forks) == jobs - 1 and not warnings
+    assert forked[0]["verdict"] == inline[0]["verdict"] and forked[0]["verdict"]["line"] == line
+    assert forked[0]["lines"] == inline[0]["lines"] == total
+    assert forked[0]["findings"] == inline[0]["findings"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="forked range workers need os.fork")
+def test_a_forked_range_worker_that_fails_or_dies_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from denpex.errors import DenpexError
+
+    p = tmp_path / "big.log"
+    _big_log(p, 60)
+    sources = discover([str(p)]).sources
+    monkeypatch.setattr(parallel, "SMALL_JOB", 0)
+    monkeypatch.setattr(parallel, "BIG_FILE", 256 << 10)
+    monkeypatch.setattr(summary, "MIN_RANGE", 64 << 10)
+
+    def fails(*_a: object) -> None:
+        raise DenpexError(f"{p}: read failed: Input/output error")
+
+    monkeypatch.setattr(parallel, "_range_work", fails)
+    got, warnings = parallel.summarise_all(sources, [], 100, jobs=2)
+    assert got == [] and warnings == [f"not read: {p}: read failed: Input/output error"]
+
+    def dies(*_a: object) -> None:
+        parallel.os._exit(9)
+
+    monkeypatch.setattr(parallel, "_range_work", dies)
+    got, warnings = parallel.summarise_all(sources, [], 100, jobs=2)
+    assert got == [] and warnings == ["not read: a worker process ended without its result (killed?)"]

@@ -123,7 +123,14 @@ def _stdin(args: argparse.Namespace) -> int:
 
 def _one_file(args: argparse.Namespace, src: LogSource) -> int:
     from denpex.logs.control import first_divergence
-    from denpex.logs.parallel import BIG_FILE, RangePool, current_book, default_jobs, init_worker
+    from denpex.logs.parallel import (
+        BIG_FILE,
+        ForkPool,
+        RangePool,
+        current_book,
+        default_jobs,
+        init_worker,
+    )
     from denpex.logs.summary import summarise
 
     show_progress = sys.stderr.isatty()
@@ -137,7 +144,9 @@ def _one_file(args: argparse.Namespace, src: LogSource) -> int:
     if show_progress:
         sys.stderr.write("denpex: scanning ...")
         sys.stderr.flush()
-    if big:
+    if big and hasattr(os, "fork"):  # forked children, no executor (see ForkPool)
+        summary, d = summarise(src, book, args.context, ranges=jobs, pool=ForkPool(book))
+    elif big:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
