@@ -7,6 +7,6 @@ import sys
 # package itself is already imported at this point.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != os.getcwd()]
 
-from denpex.cli import main  # noqa: E402 - after the sys.path clean-up
+from denpex.cli import console  # noqa: E402 - after the sys.path clean-up
 
-raise SystemExit(main())
+console()

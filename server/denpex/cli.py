@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -80,5 +81,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+# One-shot commands that end holding only stdout: they leave without tearing the interpreter down.
+# Freeing every object a diagnosis made cost 8-10 ms of a 0.4 s run of a 1 GiB log (mypy's
+# hard_exit does the same). Other commands, and callers of main() in-process, exit normally.
+_HARD_EXIT = frozenset({"diagnose", "merge"})
+
+
+def console() -> None:
+    """The `denpex` command (console script and `python -m denpex`)."""
+    code = main()
+    command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `denpex diagnose big.log | head`
+        os._exit(code)
+    except OSError:
+        raise SystemExit(code) from None
+    if command in _HARD_EXIT:
+        os._exit(code)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()
