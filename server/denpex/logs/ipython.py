@@ -72,10 +72,18 @@ def _function(sig: str | None) -> str:
     return sig.split("(", 1)[0].strip() or "<module>"
 
 
+_FRAME_KEYS = ("Cell In", "Input In", "ipython-input", "File ", ".py in ")
+
+
 def frame(text: str, after: Arrow | None) -> IPythonFrame | None:
     """The frame whose header is `text`; `after` is the arrow line that follows it in the traceback."""
+    # clean() only ever removes characters, and only where the text holds ESC/C1 bytes, "[" (a
+    # half-stripped colour code), CR or other control characters: text with none of those and no
+    # keyword cannot gain one, so most traceback lines skip the cleaning
+    if "[" not in text and text.isprintable() and not any(k in text for k in _FRAME_KEYS):
+        return None
     line = clean(text)
-    if not any(k in line for k in ("Cell In", "Input In", "ipython-input", "File ", ".py in ")):
+    if not any(k in line for k in _FRAME_KEYS):
         return None
     code = after.code if after is not None else ""
     if (m := _CELL.match(line)) is not None:

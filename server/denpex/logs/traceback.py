@@ -44,12 +44,14 @@ def frames_before(
     frames: list[Frame] = []
     next_code = ""  # the code line right below the current one (of the same writer), if any
     arrow: ipython.Arrow | None = None  # IPython frames: the `---->` line below the frame's header
+    filtered = hit_rank is not None or hit_local is not None  # else no line is anyone else's
     for no, raw in reversed(lines):
-        who = attribute(raw)
-        if hit_rank is not None and who.rank is not None and who.rank != hit_rank:
-            continue
-        if hit_local is not None and who.local_rank is not None and who.local_rank != hit_local:
-            continue
+        if filtered:
+            who = attribute(raw)
+            if hit_rank is not None and who.rank is not None and who.rank != hit_rank:
+                continue
+            if hit_local is not None and who.local_rank is not None and who.local_rank != hit_local:
+                continue
         text = strip_prefixes(raw)
         if text.startswith("Traceback (most recent call last)") or text.startswith("During handling") or text.startswith("The above exception") or ipython.is_header(text):
             break
