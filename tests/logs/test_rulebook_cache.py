@@ -74,3 +74,18 @@ def test_a_wrong_cached_prefilter_cover_is_not_used(tmp_path: Path, monkeypatch:
     (entry,) = tmp_path.glob("cover-keys-*.pickle")
     entry.write_bytes(pickle.dumps((b"zzzzzzzz",)))  # covers nothing
     assert matcher._cached_cover(anchors, 8) == good
+
+
+def test_two_installs_keep_their_own_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two checkouts (or a checkout and a wheel) alternate without evicting each other."""
+    monkeypatch.setenv("DENPEX_CACHE_DIR", str(tmp_path / "c"))
+    a, b = tmp_path / "a" / "r.yaml", tmp_path / "b" / "r.yaml"
+    for p in (a, b):
+        p.parent.mkdir()
+        p.write_text("same")
+    builds: list[str] = []
+    for _ in range(2):
+        assert cache.cached("t", [a], lambda: builds.append("a") or "A") == "A"
+        assert cache.cached("t", [b], lambda: builds.append("b") or "B") == "B"
+    assert builds == ["a", "b"]
+    assert len(list((tmp_path / "c").glob("t-*.pickle"))) == 2

@@ -41,7 +41,7 @@ def _key(files: Sequence[Path], extra: bytes = b"") -> str:
     here = Path(__file__).resolve().parent
     for p in [*files, *(here / m for m in _MODULES)]:
         st = p.stat()
-        parts.append(f"{p.name}\0{st.st_size}\0{st.st_mtime_ns}")
+        parts.append(f"{p}\0{st.st_size}\0{st.st_mtime_ns}")  # the full path: two checkouts never share
     stamp = "\0".join(parts).encode()
     # two CRCs, not hashlib: importing hashlib (OpenSSL) costs more than this whole load saves
     # in a small file's run; the key only has to change when an input changes
@@ -53,8 +53,12 @@ def cached(name: str, files: Sequence[Path], build: Callable[[], T], extra: byte
     where = cache_dir()
     if where is None:
         return build()
+    # one entry per install (the folder of the first input): a newer entry replaces that install's
+    # older one, never another checkout's
+    home = str(files[0].resolve().parent) if files else ""
+    tag = f"{name}-{zlib.crc32(home.encode()):08x}"
     try:
-        path = where / f"{name}-{_key(files, extra)}.pickle"
+        path = where / f"{tag}-{_key(files, extra)}.pickle"
     except OSError:
         return build()
     try:
@@ -71,7 +75,7 @@ def cached(name: str, files: Sequence[Path], build: Callable[[], T], extra: byte
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)  # readers see the old file or the whole new one
-        for old in where.glob(f"{name}-*.pickle"):
+        for old in where.glob(f"{tag}-*.pickle"):
             if old != path:
                 old.unlink(missing_ok=True)
     except OSError:
