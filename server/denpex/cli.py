@@ -91,16 +91,16 @@ def console() -> None:
     """The `denpex` command (console script and `python -m denpex`)."""
     code = main()
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    if command not in _HARD_EXIT:
+        raise SystemExit(code)  # `serve` and the rest: a normal exit (the server closes its streams)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     except BrokenPipeError:  # `denpex diagnose big.log | head`
         os._exit(code)
-    except OSError:
+    except (OSError, ValueError):  # a stream closed or failing: let the normal exit report it
         raise SystemExit(code) from None
-    if command in _HARD_EXIT:
-        os._exit(code)
-    raise SystemExit(code)
+    os._exit(code)
 
 
 if __name__ == "__main__":
