@@ -89,3 +89,16 @@ def test_two_installs_keep_their_own_entries(tmp_path: Path, monkeypatch: pytest
         assert cache.cached("t", [b], lambda: builds.append("b") or "B") == "B"
     assert builds == ["a", "b"]
     assert len(list((tmp_path / "c").glob("t-*.pickle"))) == 2
+
+
+def test_entries_of_many_installs_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DENPEX_CACHE_DIR", str(tmp_path / "c"))
+    last = None
+    for i in range(cache.MAX_INSTALLS + 5):
+        last = tmp_path / f"install{i}" / "r.yaml"
+        last.parent.mkdir()
+        last.write_text("x")
+        assert cache.cached("t", [last], lambda i=i: i) == i  # type: ignore[misc]
+    assert len(list((tmp_path / "c").glob("t-*.pickle"))) == cache.MAX_INSTALLS
+    assert last is not None
+    assert cache.cached("t", [last], lambda: -1) == cache.MAX_INSTALLS + 4  # the newest is kept

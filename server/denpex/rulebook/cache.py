@@ -24,6 +24,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 _MODULES = ("model.py", "loader.py", "codes.py", "safety.py")
+MAX_INSTALLS = 8  # entries of one kind kept (one per install that wrote it)
 
 
 def cache_dir() -> Path | None:
@@ -78,6 +79,10 @@ def cached(name: str, files: Sequence[Path], build: Callable[[], T], extra: byte
         for old in where.glob(f"{tag}-*.pickle"):
             if old != path:
                 old.unlink(missing_ok=True)
+        # installs that are gone leave their entries: keep the newest few of each kind
+        others = sorted(where.glob(f"{name}-*.pickle"), key=lambda q: q.stat().st_mtime, reverse=True)
+        for old in others[MAX_INSTALLS:]:
+            old.unlink(missing_ok=True)
     except OSError:
         pass
     return value
