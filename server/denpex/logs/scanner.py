@@ -19,6 +19,7 @@ from denpex.logs.normalise import MAX_LINE_CHARS, decode, segments
 
 CHUNK = 1 << 20  # fits in L2: the read, the search and the newline count all run on cached bytes
 MAX_CARRY = 32 << 20  # a line longer than this is cut into pieces that share one line number
+HEAD = 65536
 
 
 @dataclass
@@ -37,6 +38,7 @@ class ScanStats:
     candidates: int = 0
     binary_bytes: int = 0  # NUL bytes seen: a hint that the input is not text
     truncated_last_line: bool = False
+    head: Buffer = b""  # the stream's first HEAD bytes, as read (a file's launch lines, frameworks)
 
 
 ContextFn = Callable[[int], list[tuple[int, str]]]
@@ -175,6 +177,8 @@ def _line_hits(
     while True:
         data = reader.read()
         eof = not data
+        if stats.bytes == 0 and not carry and not stats.head:
+            stats.head = bytes(data[:HEAD])
         buf = carry + data if carry else data
         if not buf:
             break

@@ -32,7 +32,7 @@ from denpex.logs.ranks import (
     table_entry,
     writer_name,
 )
-from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits, open_log
+from denpex.logs.scanner import HEAD, LineHit, ScanStats, Window, iter_line_hits, open_log
 from denpex.logs.timestamps import last_stamp
 from denpex.rulebook import RuleBook
 
@@ -312,16 +312,17 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
         with fh:
             try:
                 size = os.fstat(fh.fileno()).st_size
-                if fh.seekable():
-                    head = fh.read(65536)
-                    fh.seek(0)
-                else:  # a pipe (`denpex diagnose <(zcat job.log.gz)`): one pass, no head of its own
+                seekable = fh.seekable()
+                if not seekable:  # a pipe (`denpex diagnose <(zcat job.log.gz)`): one pass, no head of its own
                     ranges = 1
+                spans = split_points(src.path, ranges) if ranges > 1 else [(0, size)]
+                if len(spans) > 1:
+                    head = fh.read(HEAD)
             except OSError as exc:
                 raise DenpexError(f"{src.display}: cannot read: {exc.strerror or exc}") from None
-            spans = split_points(src.path, ranges) if ranges > 1 else [(0, size)]
             if len(spans) == 1:
-                # one pass over the handle already open (a folder of a thousand files pays per open)
+                # one pass over the handle already open (a folder of a thousand files pays per open);
+                # the head is the scan's own first bytes, not a read of its own
                 matcher = matcher_for(book)
                 c = FileCollector(matcher, context, base)
                 try:
@@ -329,6 +330,8 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
                         pass
                 except OSError as exc:
                     raise DenpexError(f"{src.display}: read failed: {exc.strerror or exc}") from None
+                if seekable:
+                    head = bytes(c.stats.head)
         if len(spans) > 1:
             if pool is not None:
                 futures = [pool.submit(scan_range, src.path, a, b, book, context, base) for a, b in spans[1:]]
