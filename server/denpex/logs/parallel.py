@@ -56,6 +56,14 @@ def _range_work(path: str, start: int, end: int, base: Attribution | None) -> Fi
     return c
 
 
+def _restored(c: FileCollector, book: RuleBook | None) -> FileCollector:
+    """A collector back from _range_work in another process, keyed and equipped as in this one."""
+    matcher = matcher_for(book)
+    c.contexts = {id(c.findings[k]): v for k, v in c.contexts.items()}  # type: ignore[index]
+    c.matcher, c.book = matcher, matcher.book
+    return c
+
+
 class ForkPool:
     """What summarise() needs of a pool, for the ranges of one big file: a forked child per range.
 
@@ -104,11 +112,7 @@ class _ForkResult:
         kind, value = pickle.loads(data)
         if kind == "error":
             raise DenpexError(str(value))
-        c: FileCollector = value
-        matcher = matcher_for(self.book)
-        c.contexts = {id(c.findings[k]): v for k, v in c.contexts.items()}  # type: ignore[index]
-        c.matcher, c.book = matcher, matcher.book
-        return c
+        return _restored(value, self.book)
 
 
 class RangePool:
@@ -123,17 +127,13 @@ class RangePool:
 
         fut: Future[FileCollector] = Future()
         inner = self.ex.submit(_range_work, path, start, end, base)
-        matcher = matcher_for(self.book)
 
         def done(f: Future[FileCollector]) -> None:
             exc = f.exception()
             if exc is not None:
                 fut.set_exception(exc)
                 return
-            c = f.result()
-            c.contexts = {id(c.findings[k]): v for k, v in c.contexts.items()}  # type: ignore[index]
-            c.matcher, c.book = matcher, matcher.book
-            fut.set_result(c)
+            fut.set_result(_restored(f.result(), self.book))
 
         inner.add_done_callback(done)
         return fut
