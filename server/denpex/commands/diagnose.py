@@ -125,11 +125,10 @@ def _one_file(args: argparse.Namespace, src: LogSource) -> int:
     from denpex.logs.control import first_divergence
     from denpex.logs.parallel import (
         BIG_FILE,
-        ForkPool,
-        RangePool,
         current_book,
         default_jobs,
         init_worker,
+        summarise_big,
     )
     from denpex.logs.summary import summarise
 
@@ -144,16 +143,8 @@ def _one_file(args: argparse.Namespace, src: LogSource) -> int:
     if show_progress:
         sys.stderr.write("denpex: scanning ...")
         sys.stderr.flush()
-    if big and hasattr(os, "fork"):  # forked children, no executor (see ForkPool)
-        summary, d = summarise(src, book, args.context, ranges=jobs, pool=ForkPool(book))
-    elif big:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx, initializer=init_worker,
-                                 initargs=(args.rules, args.context)) as ex:
-            summary, d = summarise(src, book, args.context, ranges=jobs, pool=RangePool(ex, book))
+    if big:
+        summary, d = summarise_big(src, args.rules, args.context, jobs)
     else:
         summary, d = summarise(src, book, args.context)
     if show_progress:

@@ -23,6 +23,8 @@ from denpex.rulebook import RuleBook, load_rulebook
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
 
+    from denpex.logs.diagnose import Diagnosis
+
 BIG_FILE = 96 << 20  # a file this big is cut into ranges, one per worker
 SMALL_JOB = 24 << 20  # below this many bytes in all, one process is faster than starting workers
 
@@ -139,6 +141,21 @@ class RangePool:
         return fut
 
 
+def summarise_big(src: LogSource, rule_dirs: list[str], context: int,
+                  jobs: int) -> tuple[dict[str, Any], Diagnosis]:
+    """summarise() of one big file on its own, its ranges on `jobs` processes (after init_worker):
+    forked children where fork exists (ForkPool), else an executor of spawned workers."""
+    if hasattr(os, "fork"):
+        return summarise(src, _BOOK, context, ranges=jobs, pool=ForkPool(_BOOK))
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx, initializer=init_worker,
+                             initargs=(rule_dirs, context)) as ex:
+        return summarise(src, _BOOK, context, ranges=jobs, pool=RangePool(ex, _BOOK))
+
+
 def current_book() -> RuleBook | None:
     return _BOOK
 
@@ -161,9 +178,9 @@ def summarise_all(sources: list[LogSource], rule_dirs: list[str], context: int,
     if jobs == 1 or sum(sizes) < SMALL_JOB:
         for i, src in enumerate(sources):
             results[i] = _summary_work(src)
-    elif len(sources) == 1 and sizes[0] >= BIG_FILE and hasattr(os, "fork"):
+    elif len(sources) == 1 and sizes[0] >= BIG_FILE:
         try:
-            results[0] = summarise(sources[0], _BOOK, context, ranges=jobs, pool=ForkPool(_BOOK))[0]
+            results[0] = summarise_big(sources[0], rule_dirs, context, jobs)[0]
         except DenpexError as exc:
             results[0] = {"error": str(exc), "source": sources[0].to_json()}
     else:
