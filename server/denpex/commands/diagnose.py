@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
@@ -50,18 +49,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # A run's objects live until it exits, and it makes few cycles: the collector only re-walked the
-    # summaries of a thousand files again and again (3% of a folder's run). Forked workers inherit this.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return _run(args)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _run(args: argparse.Namespace) -> int:
     # heavy imports here: `denpex --help` and other subcommands should not pay for them
     from denpex.logs.layout import discover
     from denpex.rulebook import load_rulebook

@@ -7,7 +7,6 @@ live (srun, kubectl exec, pdsh); one merge then names the first failure of the w
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -35,16 +34,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    enabled = gc.isenabled()
-    gc.disable()  # as in `denpex diagnose`: a short run holding many summaries, with few cycles
-    try:
-        return _run(args)
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _run(args: argparse.Namespace) -> int:
     from denpex.commands.diagnose import emit_doc
     from denpex.logs.merge import files_of, merge_summaries
 
