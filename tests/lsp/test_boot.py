@@ -75,6 +75,17 @@ def test_early_start_can_be_switched_off(tmp_path: Path) -> None:
     assert [[d["code"] for d in p] for p in off["publishes"]] in ([["DPX101"]], [["DPX101"]] * 2)
 
 
+def test_caching_turned_off_answers_from_pygls_and_stores_nothing(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    session(tmp_path, cache, "fill")
+    before = sorted((cache / "denpex" / "lsp-initialize").glob("*.json"))
+    off = session(tmp_path, cache, "off", DENPEX_CACHE_DIR="")
+    assert not any(EARLY in m for m in messages(off, 4))
+    assert len(off["answers"]) == 1 and messages(off, 1) == []
+    assert [d["code"] for d in off["publishes"][0]] == ["DPX101"]
+    assert sorted((cache / "denpex" / "lsp-initialize").glob("*.json")) == before
+
+
 def test_a_stale_cache_is_reported_and_refreshed(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     session(tmp_path, cache, "fill")

@@ -5,7 +5,7 @@ editor waits for the answer to `initialize` before it opens a document. So `serv
 
 1. reads the first messages itself (same framing bounds as the server's stdin, transport.BoundedStdin);
 2. answers `initialize` with what pygls answered last time for the same client capabilities and the same
-   server code (a small cache under $XDG_CACHE_HOME/denpex; no cache: nothing is answered early);
+   server code (a small cache in denpex.cachedir.cache_dir(); no cache: nothing is answered early);
 3. analyses the first Python document opened and publishes its diagnostics (push clients);
 4. imports pygls and hands it the byte stream: everything read so far is replayed, so pygls sees the
    whole session from `initialize` on. pygls' own answer to `initialize` is not sent again; it is
@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
 
+from denpex.cachedir import cache_dir
 from denpex.lsp.stdio import MAX_MESSAGE_BYTES, BoundedStdin, Readable
 
 _CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
@@ -165,9 +166,9 @@ class Out:
 
 # --- the initialize cache ------------------------------------------------------------------------
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "denpex" / "lsp-initialize"
+def _cache_dir() -> Path | None:
+    base = cache_dir()
+    return None if base is None else base / "lsp-initialize"
 
 
 def _code_stamp() -> list[object]:
@@ -192,9 +193,12 @@ def _code_stamp() -> list[object]:
     return stamp
 
 
-def cache_path(capabilities: object) -> Path:
+def cache_path(capabilities: object) -> Path | None:
+    where = _cache_dir()
+    if where is None:
+        return None  # caching turned off: pygls answers, nothing is stored
     key = json.dumps([capabilities, _code_stamp()], sort_keys=True, default=str).encode()
-    return _cache_dir() / f"{hashlib.sha256(key).hexdigest()[:32]}.json"
+    return where / f"{hashlib.sha256(key).hexdigest()[:32]}.json"
 
 
 def _load(path: Path) -> Json | None:
@@ -235,6 +239,8 @@ class Early:
             return
         self.out.init_id = msg["id"]
         self.out.cache_path = path = cache_path(params.get("capabilities"))
+        if path is None:
+            return
         result = _load(path)
         if result is None:
             return  # pygls answers; its answer is cached for the next start

@@ -7,8 +7,7 @@ on: the package version, the Python version, and the size and modification time 
 file and of the modules that build Rule objects. Any failure to read or write it falls back to
 parsing, silently: the cache only ever saves time. Users' own rule folders are never cached.
 
-Where: ``$DENPEX_CACHE_DIR``, else ``$XDG_CACHE_HOME/denpex``, else ``~/.cache/denpex``;
-``DENPEX_CACHE_DIR=`` (empty) turns it off.
+Where: denpex.cachedir.cache_dir() (``DENPEX_CACHE_DIR=``, empty, turns it off).
 """
 
 from __future__ import annotations
@@ -21,18 +20,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from denpex.cachedir import cache_dir
+
 T = TypeVar("T")
 
 _MODULES = ("model.py", "loader.py", "codes.py", "safety.py")
 MAX_INSTALLS = 8  # entries of one kind kept (one per install that wrote it)
-
-
-def cache_dir() -> Path | None:
-    explicit = os.environ.get("DENPEX_CACHE_DIR")
-    if explicit is not None:
-        return Path(explicit) if explicit else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "denpex"
 
 
 def _key(files: Sequence[Path], extra: bytes = b"") -> str:
