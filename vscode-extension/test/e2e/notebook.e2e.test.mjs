@@ -93,6 +93,9 @@ describe('Denpex in a Jupyter notebook in VS Code (code-server + Chromium)', { t
     }
     await page.keyboard.press('Enter');
     await page.locator('.notebook-editor .view-line', { hasText: 'scale = x.abs().max()' }).first().waitFor({ timeout: 10_000 });
+    // the edited line is drawn before the old one is taken away: wait for it to go, then check
+    await page.waitForFunction(() => ![...document.querySelectorAll('.notebook-editor .view-line')]
+      .some((e) => e.textContent.includes('.item()')), undefined, { timeout: 10_000 }).catch(() => {});
     assert.equal(await page.locator('.notebook-editor .view-line', { hasText: '.item()' }).count(), 0, 'the .item() is gone');
     await page.waitForFunction(() => document.querySelectorAll('.notebook-editor .squiggly-error').length === 0, undefined, { timeout: 30_000 });
     // the other cells are untouched
