@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import ahocorasick_rs
 import regex
 
+from denpex.logs import native
 from denpex.rulebook import CodeEntry, RuleBook, Signature
 from denpex.rulebook.codes import CodeTable
 
@@ -89,12 +90,14 @@ class Matcher:
             [a.encode("utf-8") for a in anchors], matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
         )
         self.key_prefilters: list[ahocorasick_rs.BytesAhoCorasick] = []
+        self.native: native.Searcher | None = None  # the keys' one-pass search, where built
         if len(anchors) > MAX_KEYS and not any("\n" in a for a in anchors):
             keys = _cached_cover(tuple(a.encode("utf-8") for a in anchors), KEY_MIN)
             self.key_prefilters = [
                 ahocorasick_rs.BytesAhoCorasick(list(g), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
                 for g in key_groups(keys)
             ]
+            self.native = native.searcher(keys)
         # On a candidate line every anchor counts, overlapping or not.
         self.text_anchors = ahocorasick_rs.AhoCorasick(anchors)
         # compiled on first use: a run checks few signatures, and compiling all 150 cost a tenth
@@ -107,25 +110,40 @@ class Matcher:
 
     def candidate_offsets(self, data: bytes | bytearray | memoryview) -> list[int]:
         """Start offsets of the leftmost-first, non-overlapping anchor matches in data."""
+        return self.scan_chunk(data)[0]
+
+    def scan_chunk(self, data: bytes | bytearray | memoryview) -> tuple[list[int], list[int] | None, int | None]:
+        """candidate_offsets(data), with the newlines before each offset and in all of data where
+        the native search counted them in the same pass (else None twice: the caller counts)."""
         full = self.bytes_prefilter.find_matches_as_indexes
         if not self.key_prefilters or isinstance(data, memoryview):
-            return [start for _idx, start, _end in full(data)]
-        key_hits = [pos for kp in self.key_prefilters for _idx, pos, _end in kp.find_matches_as_indexes(data)]
+            return [start for _idx, start, _end in full(data)], None, None
+        if self.native is not None:
+            starts, before, total = self.native.scan(data)
+            key_hits = sorted(zip(starts, before, strict=True))  # nearly in order already
+        else:
+            key_hits = [(pos, 0) for kp in self.key_prefilters for _idx, pos, _end in kp.find_matches_as_indexes(data)]
+            total = -1
+            if len(self.key_prefilters) > 1:
+                key_hits.sort()
         if len(key_hits) > KEY_HITS_PER_MIB * (len(data) / (1 << 20) + 1):
-            return [start for _idx, start, _end in full(data)]  # key-dense text: one pass is cheaper
-        if len(self.key_prefilters) > 1:
-            key_hits.sort()
+            return [start for _idx, start, _end in full(data)], None, None  # key-dense text: one pass is cheaper
         out: list[int] = []
+        out_before: list[int] = []
         line_end = -1
-        for pos in key_hits:
+        for pos, nl in key_hits:
             if pos < line_end:
                 continue  # this line was checked already
             start = data.rfind(b"\n", 0, pos) + 1
             line_end = data.find(b"\n", pos)
             if line_end < 0:
                 line_end = len(data)
-            out.extend(start + s for _i, s, _e in full(data[start:line_end]))
-        return out
+            got = [start + s for _i, s, _e in full(data[start:line_end])]
+            out.extend(got)
+            out_before.extend([nl] * len(got))
+        if total < 0:
+            return out, None, None
+        return out, out_before, total
 
     def match_text(self, text: str) -> list[Hit]:
         """Every signature that matches this (normalised) text."""

@@ -202,11 +202,12 @@ def _line_hits(
         stats.bytes += cut
         window.prev, window.prev_first_line, window.prev_end = window.cur, window.cur_first_line, window.cur_end
         window.cur, window.cur_first_line, window.cur_end = buf, line_base, cut
-        offsets = matcher.candidate_offsets(buf)
+        # newlines_before/in_buf: counted by the native search in its pass, else None (counted here)
+        offsets, newlines_before, newlines_in_buf = matcher.scan_chunk(buf)
         next_line_start = 0  # matches before this byte belong to a line already checked
         counted_to = 0
         line_no = line_base
-        for pos in offsets:
+        for i, pos in enumerate(offsets):
             if pos < next_line_start:
                 continue
             if pos >= cut:
@@ -215,13 +216,19 @@ def _line_hits(
             end = buf.find(b"\n", pos, cut)
             if end < 0:
                 end = cut
-            line_no += count_newlines(buf, counted_to, start)
-            counted_to = start
+            if newlines_before is not None:
+                line_no = line_base + newlines_before[i]
+            else:
+                line_no += count_newlines(buf, counted_to, start)
+                counted_to = start
             next_line_start = end + 1
             stats.candidates += 1
             window.known = (start, line_no)
             yield from _check_line(buf, start, end, line_no, matcher, window, on_context)
-        newlines = (line_no - line_base) + count_newlines(buf, counted_to, cut)
+        if newlines_in_buf is not None:  # the bytes past cut (a partial line) hold none
+            newlines = newlines_in_buf
+        else:
+            newlines = (line_no - line_base) + count_newlines(buf, counted_to, cut)
         stats.lines += newlines
         line_base += newlines
         carry_continues = cut == len(buf) and not eof and not buf.endswith(b"\n")

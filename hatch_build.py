@@ -1,0 +1,73 @@
+"""Build hook: compile the native key search (server/denpex/logs/_teddy.c) into the wheel, if it can.
+
+Optional by design: where there is no C compiler, the CPU is not x86-64, or the build fails, the
+wheel stays pure Python and denpex uses the aho-corasick crate's passes instead (the same answers,
+slower on big logs). DENPEX_NO_NATIVE=1 skips the compile. An editable install gets the module
+beside its source (git ignores it), where the editable package finds it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+SOURCE = Path("server") / "denpex" / "logs" / "_teddy.c"
+
+
+def compile_native(root: Path, out_dir: Path) -> Path | None:
+    """The compiled module in out_dir, or None (with one line on stderr saying why)."""
+    if os.environ.get("DENPEX_NO_NATIVE") == "1":
+        return None
+    if sys.platform == "win32" or platform.machine().lower() not in ("x86_64", "amd64"):
+        return None  # the searcher is AVX2 code; elsewhere the crate's passes are used
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    out = out_dir / f"_teddy{suffix}"
+    link = shlex.split(sysconfig.get_config_var("LDSHARED") or "cc -shared")
+    if shutil.which(link[0]) is None:
+        print(f"denpex: no {link[0]}; building without the native key search", file=sys.stderr)
+        return None
+    cmd = [*link, "-O3", "-fPIC", f"-I{sysconfig.get_paths()['include']}", str(root / SOURCE), "-o", str(out)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"denpex: native key search not built ({exc}); the crate's passes are used", file=sys.stderr)
+        return None
+    if done.returncode != 0 or not out.is_file():
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        print(f"denpex: native key search not built ({tail[0]}); the crate's passes are used", file=sys.stderr)
+        return None
+    return out
+
+
+class NativeSearchHook(BuildHookInterface):  # type: ignore[type-arg]
+    PLUGIN_NAME = "custom"
+
+    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+        if self.target_name != "wheel":
+            return
+        root = Path(self.root)
+        if version == "editable":
+            built = compile_native(root, root / SOURCE.parent)  # imported from the source tree
+        else:
+            self._tmp = tempfile.mkdtemp(prefix="denpex-native-")
+            built = compile_native(root, Path(self._tmp))
+            if built is not None:
+                build_data["force_include"][str(built)] = f"denpex/logs/{built.name}"
+        if built is not None:
+            build_data["pure_python"] = False
+            build_data["infer_tag"] = True
+
+    def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+        tmp = getattr(self, "_tmp", None)
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,315 @@
+/* One pass over a log chunk: where any of a few dozen literal keys starts, and the newline counts.
+ *
+ * The aho-corasick crate's packed searcher takes at most 64 patterns per pass, so the 87 keys of
+ * the rule book cost two passes and a third for the newline count. This searcher does all of it
+ * in one: per 32-byte block, a Teddy-style filter (each key's 4-byte fingerprint split into
+ * nibbles, looked up with byte shuffles in up to 32 buckets) rejects most positions; a position that
+ * passes is looked up by its 4 bytes in a small hash table of the fingerprints, and only a key
+ * whose fingerprint equals them is compared in full. Newlines are counted in the same loop, and
+ * each reported key start carries the number of newlines before it (a key holds no newline).
+ *
+ * A key's fingerprint is 4 of its bytes at an offset chosen by the caller (the rarest in log
+ * text), not necessarily its first 4. Python's denpex.logs.native builds the tables' inputs and
+ * falls back to the crate where this module is missing or the CPU lacks AVX2.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DENPEX_AVX2 1
+#include <immintrin.h>
+#else
+#define DENPEX_AVX2 0
+#endif
+
+#define SETS 4        /* of 8 buckets each: one byte shuffle per bucket set, nibble and fingerprint byte */
+#define FP 4          /* fingerprint bytes */
+#define SLOTS 1024    /* hash table of fingerprints; keys are far fewer */
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t nkeys;
+    PyObject *keys;           /* a tuple of bytes: keeps the key buffers alive */
+    const uint8_t **key;
+    Py_ssize_t *len;
+    Py_ssize_t *off;          /* fingerprint offset in the key */
+    int *chain;               /* next key with the same fingerprint, or -1 */
+    int slot_key[SLOTS];      /* first key of a fingerprint, or -1 */
+    uint32_t slot_fp[SLOTS];
+    int nsets;
+    uint8_t lo[SETS][FP][32], hi[SETS][FP][32];  /* nibble masks, the 16-byte table twice (per lane) */
+} Searcher;
+
+static uint32_t fp_hash(uint32_t x) { return (x * 2654435761u) >> 22; }
+
+static void Searcher_dealloc(Searcher *self) {
+    PyMem_Free((void *)self->key);
+    PyMem_Free(self->len);
+    PyMem_Free(self->off);
+    PyMem_Free(self->chain);
+    Py_XDECREF(self->keys);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Searcher(keys: sequence of bytes, offsets: sequence of int, buckets: sequence of int in 0..31) */
+static int Searcher_init(Searcher *self, PyObject *args, PyObject *kwds) {
+    PyObject *keys_in, *offs_in, *bucks_in;
+    static char *names[] = {"keys", "offsets", "buckets", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO", names, &keys_in, &offs_in, &bucks_in)) return -1;
+    if (self->keys != NULL) {
+        PyErr_SetString(PyExc_TypeError, "Searcher is already initialised");
+        return -1;
+    }
+    PyObject *keys = PySequence_Tuple(keys_in);
+    PyObject *offs = keys ? PySequence_Tuple(offs_in) : NULL;
+    PyObject *bucks = offs ? PySequence_Tuple(bucks_in) : NULL;
+    if (bucks == NULL) goto fail;
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    if (n == 0 || n >= SLOTS / 2 || PyTuple_GET_SIZE(offs) != n || PyTuple_GET_SIZE(bucks) != n) {
+        PyErr_SetString(PyExc_ValueError, "need 1 to 511 keys, and one offset and one bucket per key");
+        goto fail;
+    }
+    self->key = PyMem_Calloc((size_t)n, sizeof(uint8_t *));
+    self->len = PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
+    self->off = PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
+    self->chain = PyMem_Calloc((size_t)n, sizeof(int));
+    if (!self->key || !self->len || !self->off || !self->chain) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (int s = 0; s < SLOTS; s++) self->slot_key[s] = -1;
+    self->nsets = 0;
+    memset(self->lo, 0, sizeof(self->lo));
+    memset(self->hi, 0, sizeof(self->hi));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(keys, i);
+        if (!PyBytes_Check(k)) {
+            PyErr_SetString(PyExc_TypeError, "keys must be bytes");
+            goto fail;
+        }
+        Py_ssize_t len = PyBytes_GET_SIZE(k);
+        Py_ssize_t off = PyLong_AsSsize_t(PyTuple_GET_ITEM(offs, i));
+        long b = PyLong_AsLong(PyTuple_GET_ITEM(bucks, i));
+        if (PyErr_Occurred()) goto fail;
+        if (off < 0 || off + FP > len || b < 0 || b >= 8 * SETS) {
+            PyErr_SetString(PyExc_ValueError, "a key needs 4 bytes from its offset, and a bucket 0-31");
+            goto fail;
+        }
+        const uint8_t *kb = (const uint8_t *)PyBytes_AS_STRING(k);
+        if (memchr(kb, '\n', (size_t)len) != NULL) {
+            PyErr_SetString(PyExc_ValueError, "a key holds no newline");
+            goto fail;
+        }
+        self->key[i] = kb;
+        self->len[i] = len;
+        self->off[i] = off;
+        uint32_t fp;
+        memcpy(&fp, kb + off, FP);
+        uint32_t h = fp_hash(fp);
+        while (self->slot_key[h] >= 0 && self->slot_fp[h] != fp) h = (h + 1) & (SLOTS - 1);
+        self->chain[i] = self->slot_key[h];
+        self->slot_key[h] = (int)i;
+        self->slot_fp[h] = fp;
+        int set = (int)(b / 8);
+        uint8_t bit = (uint8_t)(1u << (b % 8));
+        if (set + 1 > self->nsets) self->nsets = set + 1;
+        for (int j = 0; j < FP; j++) {
+            uint8_t c = kb[off + j];
+            self->lo[set][j][c & 15] |= bit;
+            self->lo[set][j][16 + (c & 15)] |= bit;
+            self->hi[set][j][c >> 4] |= bit;
+            self->hi[set][j][16 + (c >> 4)] |= bit;
+        }
+    }
+    self->nkeys = n;
+    self->keys = keys;
+    Py_DECREF(offs);
+    Py_DECREF(bucks);
+    return 0;
+fail:
+    Py_XDECREF(keys);
+    Py_XDECREF(offs);
+    Py_XDECREF(bucks);
+    return -1;
+}
+
+/* Every key whose fingerprint sits at pos: append its start and the newlines before it. */
+static int verify(Searcher *t, const uint8_t *buf, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t nl,
+                  PyObject *starts, PyObject *nls) {
+    uint32_t x;
+    memcpy(&x, buf + pos, FP);
+    uint32_t h = fp_hash(x);
+    while (t->slot_key[h] >= 0) {
+        if (t->slot_fp[h] == x) {
+            for (int i = t->slot_key[h]; i >= 0; i = t->chain[i]) {
+                Py_ssize_t st = pos - t->off[i];
+                if (st < 0 || st + t->len[i] > n || memcmp(buf + st, t->key[i], (size_t)t->len[i]) != 0) continue;
+                PyObject *a = PyLong_FromSsize_t(st), *b = PyLong_FromSsize_t(nl);
+                int bad = a == NULL || b == NULL || PyList_Append(starts, a) < 0 || PyList_Append(nls, b) < 0;
+                Py_XDECREF(a);
+                Py_XDECREF(b);
+                if (bad) return -1;
+            }
+            return 0;
+        }
+        h = (h + 1) & (SLOTS - 1);
+    }
+    return 0;
+}
+
+/* Positions from p on, one at a time (the tail of a chunk, or every position without AVX2). */
+static int scan_scalar(Searcher *t, const uint8_t *buf, Py_ssize_t n, Py_ssize_t p, Py_ssize_t *nl,
+                       PyObject *starts, PyObject *nls) {
+    for (; p < n; p++) {
+        if (p + FP <= n) {
+            int pass = 0;
+            for (int s = 0; s < t->nsets && !pass; s++) {
+                uint8_t m = 0xFF;
+                for (int j = 0; j < FP; j++) m &= t->lo[s][j][buf[p + j] & 15] & t->hi[s][j][buf[p + j] >> 4];
+                pass = m != 0;
+            }
+            if (pass && verify(t, buf, n, p, *nl, starts, nls) < 0) return -1;
+        }
+        if (buf[p] == '\n') (*nl)++;
+    }
+    return 0;
+}
+
+#if DENPEX_AVX2
+__attribute__((target("avx2,popcnt,bmi")))
+static int scan_avx2(Searcher *t, const uint8_t *buf, Py_ssize_t n, Py_ssize_t *nl_out,
+                     PyObject *starts, PyObject *nls) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i newline = _mm256_set1_epi8('\n');
+    const int S = t->nsets;
+    __m256i lo[SETS][FP], hi[SETS][FP];
+    for (int s = 0; s < S; s++)
+        for (int j = 0; j < FP; j++) {
+            lo[s][j] = _mm256_loadu_si256((const __m256i *)t->lo[s][j]);
+            hi[s][j] = _mm256_loadu_si256((const __m256i *)t->hi[s][j]);
+        }
+    Py_ssize_t p = 0, nl = 0;
+    for (; p + 32 + FP - 1 <= n; p += 32) {
+        __m256i l[FP], h[FP];
+        for (int j = 0; j < FP; j++) {  /* unrolled by the compiler: FP is a constant */
+            __m256i v = _mm256_loadu_si256((const __m256i *)(buf + p + j));
+            l[j] = _mm256_and_si256(v, low);
+            h[j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+        }
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(buf + p));
+        __m256i hit = _mm256_setzero_si256();
+        for (int s = 0; s < S; s++) {  /* a tree of ANDs, not a chain: the four bytes in parallel */
+            __m256i a = _mm256_and_si256(_mm256_shuffle_epi8(lo[s][0], l[0]), _mm256_shuffle_epi8(hi[s][0], h[0]));
+            __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(lo[s][1], l[1]), _mm256_shuffle_epi8(hi[s][1], h[1]));
+            __m256i c = _mm256_and_si256(_mm256_shuffle_epi8(lo[s][2], l[2]), _mm256_shuffle_epi8(hi[s][2], h[2]));
+            __m256i d = _mm256_and_si256(_mm256_shuffle_epi8(lo[s][3], l[3]), _mm256_shuffle_epi8(hi[s][3], h[3]));
+            hit = _mm256_or_si256(hit, _mm256_and_si256(_mm256_and_si256(a, b), _mm256_and_si256(c, d)));
+        }
+        unsigned nlmask = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v0, newline));
+        if (!_mm256_testz_si256(hit, hit)) {
+            unsigned cand = ~(unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hit, _mm256_setzero_si256()));
+            while (cand) {
+                int k = __builtin_ctz(cand);
+                cand &= cand - 1;
+                Py_ssize_t before = nl + __builtin_popcount(nlmask & ((1u << k) - 1u));
+                if (verify(t, buf, n, p + k, before, starts, nls) < 0) return -1;
+            }
+        }
+        nl += __builtin_popcount(nlmask);
+    }
+    *nl_out = nl;
+    return scan_scalar(t, buf, n, p, nl_out, starts, nls);
+}
+
+static int have_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi");
+}
+#endif
+
+static int use_avx2 = 0;
+
+static PyObject *Searcher_scan(Searcher *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (self->keys == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Searcher was not initialised");
+        return NULL;
+    }
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "scan(buffer[, length])");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Py_ssize_t n = view.len;
+    if (nargs == 2) {
+        Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+        if (limit == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        if (limit >= 0 && limit < n) n = limit;
+    }
+    PyObject *starts = PyList_New(0), *nls = PyList_New(0);
+    Py_ssize_t total = 0;
+    int rc = -1;
+    if (starts != NULL && nls != NULL) {
+#if DENPEX_AVX2
+        if (use_avx2)
+            rc = scan_avx2(self, (const uint8_t *)view.buf, n, &total, starts, nls);
+        else
+#endif
+            rc = scan_scalar(self, (const uint8_t *)view.buf, n, 0, &total, starts, nls);
+    }
+    PyBuffer_Release(&view);
+    if (rc < 0) {
+        Py_XDECREF(starts);
+        Py_XDECREF(nls);
+        return NULL;
+    }
+    return Py_BuildValue("(NNn)", starts, nls, total);
+}
+
+static PyMethodDef Searcher_methods[] = {
+    {"scan", (PyCFunction)(void (*)(void))Searcher_scan, METH_FASTCALL,
+     "scan(buffer[, length]) -> (starts, newlines before each start, newlines in all)\n\n"
+     "Starts come in the order of their fingerprints, so a start can precede the one before it by\n"
+     "less than a key's length; a position where two keys start is reported once per key."},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject SearcherType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "denpex.logs._teddy.Searcher",
+    .tp_basicsize = sizeof(Searcher),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Searcher(keys, offsets, buckets): literal keys with their fingerprint offsets and buckets",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Searcher_init,
+    .tp_dealloc = (destructor)Searcher_dealloc,
+    .tp_methods = Searcher_methods,
+};
+
+static PyObject *simd(PyObject *module, PyObject *unused) { return PyBool_FromLong(use_avx2); }
+
+static PyMethodDef module_methods[] = {
+    {"simd", simd, METH_NOARGS, "Whether scans use AVX2 (else one position at a time)."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef teddy_module = {PyModuleDef_HEAD_INIT, "denpex.logs._teddy", NULL, -1, module_methods};
+
+PyMODINIT_FUNC PyInit__teddy(void) {
+#if DENPEX_AVX2
+    use_avx2 = have_avx2();
+#endif
+    if (PyType_Ready(&SearcherType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&teddy_module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&SearcherType);
+    if (PyModule_AddObject(m, "Searcher", (PyObject *)&SearcherType) < 0) {
+        Py_DECREF(&SearcherType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
