@@ -328,23 +328,26 @@ def test_key_groups_keep_every_key_once_and_at_most_64_a_group(n: int) -> None:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_ipython_frame_guard_skips_only_lines_whose_cleaned_text_has_no_keyword(seed: int) -> None:
-    """frame() returns early, without clean(), on printable lines with no "[" and no keyword: the
-    full path would have returned None there too, because cleaning such a line changes nothing."""
+    """frame() returns early, without clean(), on lines clean() would leave as they are and with no
+    keyword: the full path would have returned None there too."""
     from denpex.logs import ipython
-    from denpex.logs.normalise import clean
+    from denpex.logs.normalise import clean, clean_already
 
     rnd = random.Random(seed)
     bits = ["Cell", " In", "[3]", ", line 5", "\x1b[0;32m", "\x1b[0m", "[0m", "\r", "\x07", "\x9b1m", "File ",
             "/tmp/x.py", ":5", ", in f(x)", "ipython-input-3-ab", "Input In", " [7]", ".py in ", "step()", "é", " ",
-            "Fi", "le ", "C", "ell In"]
-    skipped = 0
-    for _ in range(200):
+            "Fi", "le ", "C", "ell In", "[rank0]:", "[INFO]", "[1;31m", "[K", "[", "m", "K", "1;3"]
+    skipped = bracketed = 0
+    for _ in range(300):
         text = "".join(rnd.choice(bits) for _ in range(rnd.randint(0, 8)))
-        early = "[" not in text and text.isprintable() and not any(k in text for k in ipython._FRAME_KEYS)
+        if clean_already(text):
+            assert clean(text) == text
+        early = clean_already(text) and not any(k in text for k in ipython._FRAME_KEYS)
+        bracketed += early and "[" in text
         if early:
             skipped += 1
             assert clean(text) == text
             assert ipython.frame(text, None) is None
         elif not any(k in clean(text) for k in ipython._FRAME_KEYS):
             assert ipython.frame(text, None) is None
-    assert skipped > 0
+    assert skipped > 0 and bracketed > 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from denpex.logs.normalise import clean
+from denpex.logs.normalise import clean, clean_already
 
 _HEADER = re.compile(r"^\S{1,300}\s+Traceback \(most recent call last\)")
 _CELL = re.compile(r"^\s*Cell In\s?\[(?P<count>\d{1,9})\], line (?P<line>\d{1,9})(?:, in (?P<func>.{1,300}))?$")
@@ -77,10 +77,9 @@ _FRAME_KEYS = ("Cell In", "Input In", "ipython-input", "File ", ".py in ")
 
 def frame(text: str, after: Arrow | None) -> IPythonFrame | None:
     """The frame whose header is `text`; `after` is the arrow line that follows it in the traceback."""
-    # clean() only ever removes characters, and only where the text holds ESC/C1 bytes, "[" (a
-    # half-stripped colour code), CR or other control characters: text with none of those and no
-    # keyword cannot gain one, so most traceback lines skip the cleaning
-    if "[" not in text and text.isprintable() and not any(k in text for k in _FRAME_KEYS):
+    # text that cleaning leaves as it is and that has no keyword cannot gain one: most traceback
+    # and log lines ("[rank0]:", "[INFO]" hold a "[" but no colour code) skip the cleaning
+    if clean_already(text) and not any(k in text for k in _FRAME_KEYS):
         return None
     line = clean(text)
     if not any(k in line for k in _FRAME_KEYS):

@@ -34,6 +34,15 @@ def strip_ansi(text: str) -> str:
     return text
 
 
+def clean_already(text: str) -> bool:
+    """True when clean(text) would return text unchanged (a cheap test: most log lines pass it).
+
+    clean() removes escape sequences and C1 forms, CR and control characters (none in printable
+    text) and half-stripped colour codes ("[0m", "[1;31m", "[K"), which need a "[" and the pattern.
+    """
+    return text.isprintable() and ("[" not in text or _HALF_ANSI.search(text) is None)
+
+
 def clean(text: str) -> str:
     """One visible line: ANSI and control characters removed, trailing CR dropped."""
     text = strip_ansi(text)

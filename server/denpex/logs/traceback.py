@@ -40,35 +40,50 @@ def frames_before(
     traceback header or at a chained-exception separator.
     """
     # Walked from the end and stopped at the header: the lines above it (most of a 200-line
-    # context) are never attributed, which was most of a small rank file's whole diagnosis.
+    # context) are never looked at. Plain lines (neither header, frame nor arrow) are attributed
+    # only when a frame above takes one as its code line: they were most of the walk's cost.
     frames: list[Frame] = []
     next_code = ""  # the code line right below the current one (of the same writer), if any
+    pending: list[str] = []  # plain lines since the last line that set next_code, nearest last
     arrow: ipython.Arrow | None = None  # IPython frames: the `---->` line below the frame's header
     filtered = hit_rank is not None or hit_local is not None  # else no line is anyone else's
+
+    def mine(raw: str) -> bool:
+        who = attribute(raw)
+        if hit_rank is not None and who.rank is not None and who.rank != hit_rank:
+            return False
+        return not (hit_local is not None and who.local_rank is not None and who.local_rank != hit_local)
+
+    def code_below() -> str:
+        for raw in reversed(pending):  # the nearest of this writer's plain lines is the code line
+            if not filtered or mine(raw):
+                stripped = strip_prefixes(raw).strip()
+                return stripped if stripped and not set(stripped) <= {"^", "~", " "} else ""
+        return next_code
+
     for no, raw in reversed(lines):
-        if filtered:
-            who = attribute(raw)
-            if hit_rank is not None and who.rank is not None and who.rank != hit_rank:
-                continue
-            if hit_local is not None and who.local_rank is not None and who.local_rank != hit_local:
-                continue
         text = strip_prefixes(raw)
         if text.startswith("Traceback (most recent call last)") or text.startswith("During handling") or text.startswith("The above exception") or ipython.is_header(text):
+            if filtered and not mine(raw):
+                continue
             break
-        code = ""
         m = _FRAME.match(text)
+        ip = None if m else ipython.frame(text, arrow)
+        a = None if m or ip is not None else ipython.arrow(text)
+        if m is None and ip is None and a is None:
+            pending.append(raw)
+            continue
+        if filtered and not mine(raw):
+            continue
         if m:
-            frames.append(Frame(m["path"], int(m["line"]), m["func"], next_code, no))
-        elif (ip := ipython.frame(text, arrow)) is not None:
+            frames.append(Frame(m["path"], int(m["line"]), m["func"], code_below(), no))
+        elif ip is not None:
             frames.append(Frame(ip.path, ip.line, ip.function, ip.code, no))
             arrow = None
-        elif (a := ipython.arrow(text)) is not None:
-            arrow = a
         else:
-            stripped = text.strip()
-            if stripped and not set(stripped) <= {"^", "~", " "}:
-                code = stripped
-        next_code = code
+            arrow = a
+        next_code = ""
+        pending.clear()
     frames.reverse()
     return frames
 
