@@ -18,7 +18,9 @@ rm -rf "$build" "$here/bundled/libs"
 mkdir -p "$build/wheel" "$here/bundled/libs"
 
 echo "bundle-python: building the denpex wheel from $repo"
-"$py" -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir "$build/wheel" "$repo"
+# a pure wheel: one bundle serves every CPython version, so no compiled native key search (the
+# crate's passes give the same answers; the native search matters for gigabyte logs, not editors)
+DENPEX_NO_NATIVE=1 "$py" -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir "$build/wheel" "$repo"
 wheel=$(ls "$build/wheel"/denpex-*.whl)
 
 plat_args=()
