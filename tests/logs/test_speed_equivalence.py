@@ -71,6 +71,12 @@ def test_detect_frameworks_equals_frameworks_detect(seed: int) -> None:
             parts.insert(rnd.randint(0, len(parts)), rnd.choice(_MARKERS))
         texts.append(rnd.choice(["", " ", "\n"]).join(parts))
     assert [f.name for f in detect_frameworks(texts)] == [f.name for f in frameworks.detect(texts)]
+    # the file's head, raw: invalid UTF-8 and markers in it (or cut by a bad byte) as the decode sees them
+    bits = [b"\xff", b"\xe2\x9c", b"\xc3\xa9", b"ok ", b"\n", *(m.encode() for m in _MARKERS),
+            *(m.encode()[:3] + b"\x80" + m.encode()[3:] for m in _MARKERS)]
+    head = b"".join(rnd.choice(bits) for _ in range(rnd.randint(0, 12)))
+    want = frameworks.detect([head.decode("utf-8", errors="replace"), *texts])
+    assert [f.name for f in detect_frameworks(texts, head)] == [f.name for f in want]
 
 
 def test_detect_frameworks_finds_each_marker_alone_and_none_split_across_texts() -> None:

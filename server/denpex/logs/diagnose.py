@@ -384,9 +384,8 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
         _infer_missing_rank(verdict, c)
         _add_weak_hints(verdict, c)
         verdict.fingerprint = _fingerprint(verdict, context_f)
-        texts = [head.decode("utf-8", errors="replace")] + [t for _n, t in verdict.context]
-        texts += [fr.path for fr in verdict.frames]
-        verdict.frameworks = detect_frameworks(texts)  # = frameworks.detect(texts), one pass
+        texts = [t for _n, t in verdict.context] + [fr.path for fr in verdict.frames]
+        verdict.frameworks = detect_frameworks(texts, head)  # = frameworks.detect([head text, *texts])
         if events.asynchronous(verdict):
             verdict.notes.append(
                 "CUDA reports this error asynchronously: the frame shown is where CUDA noticed it, "

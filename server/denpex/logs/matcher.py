@@ -283,17 +283,22 @@ def _framework_prefilter() -> ahocorasick_rs.BytesAhoCorasick:
     return ahocorasick_rs.BytesAhoCorasick(markers, matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
 
 
-def detect_frameworks(texts: list[str]) -> list[Framework]:
-    """frameworks.detect(texts), with a SIMD prefilter first.
+def detect_frameworks(texts: list[str], head: bytes = b"") -> list[Framework]:
+    """frameworks.detect([head decoded, *texts]), with a SIMD prefilter first.
 
-    A verdict's texts include the file's first 64 KiB; one substring search per marker over
-    them cost more than the whole scan of a small rank file in a folder of a thousand. Where the
-    prefilter finds no marker (no marker holds a newline, so none spans the join) none is there;
-    where it finds one, frameworks.detect decides, as before.
+    A verdict's texts include the file's first 64 KiB (``head``, raw); decoding, joining and
+    encoding it again for the prefilter cost more than the whole scan of a small rank file in a
+    folder of a thousand, so the raw bytes are searched as they are: every marker is ASCII, and
+    ASCII bytes decode to themselves (a replacement character is never part of a marker). Where the
+    prefilter finds no marker (none holds a newline, so none spans a join) none is there; where it
+    finds one, frameworks.detect decides, as before.
     """
     from denpex.logs import frameworks
 
+    find = _framework_prefilter().find_matches_as_indexes
     joined = "\n".join(texts).encode("utf-8", "surrogatepass")
-    if not _framework_prefilter().find_matches_as_indexes(joined):
+    if not find(head) and not find(joined):
         return []
+    if head:
+        texts = [head.decode("utf-8", errors="replace"), *texts]
     return frameworks.detect(texts)
