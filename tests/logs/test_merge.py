@@ -223,3 +223,13 @@ def test_a_forked_range_worker_that_fails_or_dies_is_one_line(tmp_path: Path, mo
     monkeypatch.setattr(parallel, "_range_work", dies)
     got, warnings = parallel.summarise_all(sources, [], 100, jobs=2)
     assert got == [] and warnings == ["not read: a worker process ended without its result (killed?)"]
+
+
+def test_summaries_are_stamped_with_the_name_socket_gives_the_host() -> None:
+    import socket
+
+    from denpex.logs.merge import stamp_host
+
+    sums: list[dict[str, object]] = [{}, {"host": "given"}]
+    stamp_host(sums)  # type: ignore[arg-type]
+    assert sums == [{"host": socket.gethostname()}, {"host": "given"}]

@@ -11,7 +11,7 @@ causal role (an initiating error before collateral) and then by rank.
 
 from __future__ import annotations
 
-import socket
+import os
 from collections import Counter
 from typing import Any
 
@@ -80,9 +80,19 @@ def merge_summaries(summaries: list[dict[str, Any]], inputs: list[str],
     return doc
 
 
+def _hostname() -> str:
+    """socket.gethostname() without importing socket (3 ms of every run): on POSIX both are uname's
+    node name."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
 def stamp_host(summaries: list[dict[str, Any]]) -> None:
     """Mark each summary with the machine it was made on (a node's logs have the same paths)."""
-    host = socket.gethostname()
+    host = _hostname()
     for s in summaries:
         s.setdefault("host", host)
 
