@@ -248,10 +248,16 @@ def main(argv: list[str] | None = None) -> int:
                                       "ranks": fexp.ranks}
     load_after = _load()
     ok = all(not r["errors"] for r in results.values())
+    # whether the timed denpex used its native key search (a build without a C compiler, or
+    # DENPEX_NATIVE=0, runs the crate's passes: slower, same answers)
+    probe = subprocess.run([sys.executable, "-c", "from denpex.logs import native; print(native.available())"],
+                           capture_output=True, text=True)
+    native_search = probe.stdout.strip() == "True"
     doc = {
         "schema": "denpex.bench.evidence-grep/1",
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": {"platform": platform.platform(), "python": platform.python_version(), **load_before},
+        "native_search": native_search,
         "load_after": load_after,
         "results": results,
         "valid": ok,
@@ -261,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"load     before {load_before['loadavg']}  after {load_after['loadavg']}  ({load_before['cpus']} CPUs)")
+    print(f"load     before {load_before['loadavg']}  after {load_after['loadavg']}  ({load_before['cpus']} CPUs)"
+          f"  native key search: {'yes' if native_search else 'no (the crate passes)'}")
     for name, r in results.items():
         print(f"{name:7} {r['input']}")
         for who in ("peer", "denpex", "before"):
