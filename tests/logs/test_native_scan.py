@@ -176,3 +176,16 @@ def test_native_search_is_off_when_asked_or_when_a_key_is_too_short(monkeypatch:
         monkeypatch.delenv(native.ENV)
         native._module.cache_clear()
     assert native.searcher((b"SIGBUS", b"abc")) is None  # "abc" has no 4-byte fingerprint
+
+
+@needs_native
+def test_a_searcher_whose_init_failed_can_be_initialised_again_and_only_once() -> None:
+    from denpex.logs import _teddy  # type: ignore[attr-defined]
+
+    s = _teddy.Searcher.__new__(_teddy.Searcher)
+    with pytest.raises(ValueError):
+        s.__init__([b"SIGBUS", b"ab"], [0, 0], [0, 1])
+    s.__init__([b"SIGBUS", b"SIGSEGV"], [0, 1], [0, 1])
+    assert s.scan(b"x SIGSEGV\nSIGBUS") == ([2, 10], [0, 1], 1)
+    with pytest.raises(TypeError):
+        s.__init__([b"SIGBUS"], [0], [0])

@@ -71,6 +71,11 @@ static int Searcher_init(Searcher *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "need 1 to 511 keys, and one offset and one bucket per key");
         goto fail;
     }
+    /* a failed earlier __init__ may have left arrays behind */
+    PyMem_Free((void *)self->key);
+    PyMem_Free(self->len);
+    PyMem_Free(self->off);
+    PyMem_Free(self->chain);
     self->key = PyMem_Calloc((size_t)n, sizeof(uint8_t *));
     self->len = PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
     self->off = PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
