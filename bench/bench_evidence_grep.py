@@ -3,6 +3,7 @@
     python bench/bench_evidence_grep.py --data-dir /tmp/denpex-bench     # 1 GiB each (needs ~2.2 GB)
     python bench/bench_evidence_grep.py --size-mb 128 --ranks 200        # a quick look
     python bench/bench_evidence_grep.py --baseline /tmp/old               # also time an older tree
+    python bench/bench_evidence_grep.py --signatures                      # and ripgrep on denpex's literals
 
 ``--baseline DIR`` times a second copy of denpex in the same run (``DIR/server`` first on
 PYTHONPATH, e.g. ``git archive HEAD~3 server rules | tar -x -C DIR``), to give before/after
@@ -159,8 +160,9 @@ def _baseline_env(src: Path) -> dict[str, str]:
 
 
 def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file: str | None,
-         baseline: Path | None = None) -> dict[str, Any]:
+         baseline: Path | None = None, signatures: Path | None = None) -> dict[str, Any]:
     peer = [rg, *PEER, path]
+    sig = [rg, "-n", "-F", "-f", str(signatures), path] if signatures is not None else None
     dx = [*denpex_cmd(), "diagnose", path, "--format", "json"]
     old = [sys.executable, "-m", "denpex", "diagnose", path, "--format", "json"]
     old_env = _baseline_env(baseline) if baseline is not None else None
@@ -170,10 +172,14 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
     rows: dict[str, list[dict[str, Any]]] = {"peer": [], "denpex": []}
     if old_env is not None:
         rows["before"] = []
+    if sig is not None:
+        rows["signatures"] = []
     errors: list[str] = []
     doc: dict[str, Any] = {}
     for _ in range(repeat):
         rows["peer"].append(timed(peer, (0, 1)))
+        if sig is not None:
+            rows["signatures"].append(timed(sig, (0, 1)))
         r = timed(dx, (0, 1))
         rows["denpex"].append(r)
         doc = json.loads(r["stdout"])
@@ -209,7 +215,19 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
                          "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["before"]), 1),
                          "tree_mb": round(mem["before"]["tree_mb"], 1)}
         out["ratio_before"] = round(best["before"] / best["peer"], 2)
+    if sig is not None:
+        out["signatures"] = {"cmd": sig, "runs_s": [round(x["wall"], 3) for x in rows["signatures"]],
+                             "best_s": round(best["signatures"], 3),
+                             "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["signatures"]), 1)}
     return out
+
+
+def write_signatures(path: Path) -> Path:
+    """The rule book's literal anchors, one a line, for `rg -F -f`: ripgrep doing denpex's search."""
+    from denpex.logs.diagnose import matcher_for
+
+    path.write_text("".join(a + "\n" for a in matcher_for(None).anchors), encoding="utf-8")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("file", "folder"), default=None)
     ap.add_argument("--baseline", type=Path, default=None,
                     help="a source tree (with server/ and rules/) to time as 'before' in the same run")
+    ap.add_argument("--signatures", action="store_true",
+                    help="also time `rg -n -F -f` over denpex's own literal signatures (ripgrep doing denpex's search)")
     args = ap.parse_args(argv)
     rg = args.rg or shutil.which("rg")
     if not rg:
@@ -232,10 +252,11 @@ def main(argv: list[str] | None = None) -> int:
     compile_bytecode(args.baseline)
     load_before = _load()
     results: dict[str, Any] = {}
+    sigs = write_signatures(args.data_dir / "signatures.txt") if args.signatures else None
     if args.only in (None, "file"):
         exp = ensure_log(args.size_mb, args.seed, args.data_dir)
         warm(Path(exp.path))
-        results["file"] = duel(exp.path, rg, args.repeat, exp.rule, exp.rank, exp.line, None, args.baseline)
+        results["file"] = duel(exp.path, rg, args.repeat, exp.rule, exp.rank, exp.line, None, args.baseline, sigs)
         results["file"]["input"] = {"mib": round(exp.bytes / (1 << 20), 1), "lines": exp.lines, "ranks": exp.ranks}
     if args.only in (None, "folder"):
         root = args.data_dir / f"job-{args.ranks}r-{args.size_mb:g}mb"
@@ -243,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         for f in sorted(root.rglob("*.log")):
             warm(f)
         results["folder"] = duel(str(root), rg, args.repeat, fexp.rule, fexp.rank, fexp.line, fexp.file,
-                                 args.baseline)
+                                 args.baseline, sigs)
         results["folder"]["input"] = {"mib": round(fexp.bytes / (1 << 20), 1), "files": fexp.files,
                                       "ranks": fexp.ranks}
     load_after = _load()
@@ -271,12 +292,12 @@ def main(argv: list[str] | None = None) -> int:
           f"  native key search: {'yes' if native_search else 'no (the crate passes)'}")
     for name, r in results.items():
         print(f"{name:7} {r['input']}")
-        for who in ("peer", "denpex", "before"):
+        for who in ("peer", "signatures", "denpex", "before"):
             if who not in r:
                 continue
             x = r[who]
             print(f"  {who:7} best {x['best_s']:6.3f} s  runs {x['runs_s']}  max process RSS {x['maxrss_mb']:.0f} MB"
-                  f"  tree RSS {x['tree_mb']:.0f} MB")
+                  + (f"  tree RSS {x['tree_mb']:.0f} MB" if 'tree_mb' in x else ""))
         print(f"  ratio   {r['ratio']:.2f}x the peer (best), {r['median_ratio']:.2f}x (median; target <= "
               f"{TARGET_RATIO:g})" + (f"  before: {r['ratio_before']:.2f}x" if "ratio_before" in r else "")
               + f"  verdict {r['denpex']['verdict']}")
