@@ -189,3 +189,16 @@ def test_a_searcher_whose_init_failed_can_be_initialised_again_and_only_once() -
     assert s.scan(b"x SIGSEGV\nSIGBUS") == ([2, 10], [0, 1], 1)
     with pytest.raises(TypeError):
         s.__init__([b"SIGBUS"], [0], [0])
+
+
+@needs_native
+def test_a_cached_plan_out_of_range_is_planned_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from denpex.rulebook import cache
+
+    keys = _keys()
+    monkeypatch.setattr(cache, "cached", lambda *_a, **_k: ([0] * len(keys), [99] * len(keys)))
+    s = native.searcher(keys)
+    assert s is not None
+    data = b"x\n" + b"\n".join(keys) + b"\n"
+    starts, _before, total = s.scan(data)
+    assert set(starts) == _every_start(data, keys) and total == data.count(b"\n")
