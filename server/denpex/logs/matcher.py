@@ -118,16 +118,16 @@ class Matcher:
         full = self.bytes_prefilter.find_matches_as_indexes
         if not self.key_prefilters or isinstance(data, memoryview):
             return [start for _idx, start, _end in full(data)], None, None
+        total: int | None = None  # newlines in data, where the native search counted them
         if self.native is not None:
             starts, before, total = self.native.scan(data)
-            key_hits = sorted(zip(starts, before, strict=True))  # nearly in order already
-        else:
+            key_hits = list(zip(starts, before, strict=True))
+        else:  # the crate's passes: no counts (the 0s are never returned)
             key_hits = [(pos, 0) for kp in self.key_prefilters for _idx, pos, _end in kp.find_matches_as_indexes(data)]
-            total = -1
-            if len(self.key_prefilters) > 1:
-                key_hits.sort()
         if len(key_hits) > KEY_HITS_PER_MIB * (len(data) / (1 << 20) + 1):
             return [start for _idx, start, _end in full(data)], None, None  # key-dense text: one pass is cheaper
+        if self.native is not None or len(self.key_prefilters) > 1:
+            key_hits.sort()  # native starts are nearly in order already
         out: list[int] = []
         out_before: list[int] = []
         line_end = -1
@@ -141,9 +141,7 @@ class Matcher:
             got = [start + s for _i, s, _e in full(data[start:line_end])]
             out.extend(got)
             out_before.extend([nl] * len(got))
-        if total < 0:
-            return out, None, None
-        return out, out_before, total
+        return out, (out_before if total is not None else None), total
 
     def match_text(self, text: str) -> list[Hit]:
         """Every signature that matches this (normalised) text."""

@@ -147,13 +147,18 @@ def summarise_big(src: LogSource, rule_dirs: list[str], context: int,
     forked children where fork exists (ForkPool), else an executor of spawned workers."""
     if hasattr(os, "fork"):
         return summarise(src, _BOOK, context, ranges=jobs, pool=ForkPool(_BOOK))
+    with _executor(jobs - 1, rule_dirs, context) as ex:
+        return summarise(src, _BOOK, context, ranges=jobs, pool=RangePool(ex, _BOOK))
+
+
+def _executor(workers: int, rule_dirs: list[str], context: int) -> ProcessPoolExecutor:
+    """Worker processes that start like this one (init_worker), forked where the platform can."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=jobs - 1, mp_context=ctx, initializer=init_worker,
-                             initargs=(rule_dirs, context)) as ex:
-        return summarise(src, _BOOK, context, ranges=jobs, pool=RangePool(ex, _BOOK))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init_worker,
+                               initargs=(rule_dirs, context))
 
 
 def current_book() -> RuleBook | None:
@@ -184,14 +189,8 @@ def summarise_all(sources: list[LogSource], rule_dirs: list[str], context: int,
         except DenpexError as exc:
             results[0] = {"error": str(exc), "source": sources[0].to_json()}
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-        init_args = (rule_dirs, context)
         workers = jobs - 1 if any(sz >= BIG_FILE for sz in sizes) else jobs
-        with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=ctx, initializer=init_worker,
-                                 initargs=init_args) as ex:
+        with _executor(max(1, workers), rule_dirs, context) as ex:
             small = [i for i in range(len(sources)) if sizes[i] < BIG_FILE]
             # batches of files per task: a thousand tiny tasks cost more in messages than in work
             chunk = max(1, min(32, len(small) // (4 * max(1, workers))))
