@@ -105,8 +105,10 @@ def torchrun_single_node(root: Path, fail: int = 2, later: int = 0, ranks: int =
     return run
 
 
-def slurm_per_task(root: Path, fail: int = 5, later: int = 1, tasks: int = 8) -> Path:
-    """`srun --output=slurm-%j_%t.out`: task ids are global ranks; ISO stamps from Python logging."""
+def slurm_per_task(root: Path, fail: int = 5, later: int = 1, tasks: int = 8,
+                   name: str = "slurm-4242_{t}.out") -> Path:
+    """`srun --output=slurm-%j_%t.out` (or any `name` with `{t}` as its last number): task ids are
+    global ranks; ISO stamps from Python logging."""
     for t in range(tasks):
         if t == fail:
             lines = progress("", "08:15:03") + item_traceback()
@@ -114,7 +116,7 @@ def slurm_per_task(root: Path, fail: int = 5, later: int = 1, tasks: int = 8) ->
             lines = progress("", "08:15:20") + illegal_traceback()
         else:
             lines = progress("", "08:15:01") + watchdog(t, "08:15:33", 7, 7, prefix=False)
-        write(root / f"slurm-4242_{t}.out", lines)
+        write(root / name.format(t=t), lines)
     return root
 
 

@@ -84,6 +84,31 @@ def test_slurm_per_task_files_task_id_is_the_rank(tmp_path: Path) -> None:
     assert [a["rank"] for a in v["alternatives"] if a.get("file")] == [1]
 
 
+def test_slurm_files_given_one_by_one_get_the_folders_ranks(tmp_path: Path) -> None:
+    """`denpex diagnose job_777_*.out` (srun --output=job_%j_%t.out): the shell gives the files one by one;
+    each gets the task id the folder gives it, whatever the name's head and whichever files are named."""
+    fb.slurm_per_task(tmp_path, fail=5, later=1, name="job_777_{t}.out")
+    f = tmp_path / "job_777_5.out"
+    _rc, folder = verdict(str(tmp_path))
+    files = sorted(str(p) for p in tmp_path.glob("job_777_*.out"))
+    for args in (files, list(reversed(files)), [str(f), str(tmp_path / "job_777_1.out")]):
+        rc, doc = verdict(*args)
+        v = doc["verdict"]
+        assert rc == 1 and v["rule"] == "capture-item-sync" and v["rank"] == 5, args
+        assert v["file"] == str(f) and v["line"] == folder["verdict"]["line"] == line_of(f, fb.E900)
+        assert v["attribution"] == folder["verdict"]["attribution"]
+        assert {s["source"]["rank"] for s in doc["files"]} <= set(range(8))
+    # one file of the series named alone: its folder still says which task wrote it
+    rc, doc = verdict(str(f))
+    assert rc == 1 and doc["verdict"]["rank"] == 5 and doc["verdict"]["attribution"] == folder["verdict"]["attribution"]
+    # a lone numbered file with no series beside it says nothing about a rank
+    lone = tmp_path / "other"
+    lone.mkdir()
+    (lone / "job_777_5.out").write_bytes(f.read_bytes())
+    rc, doc = verdict(str(lone / "job_777_5.out"))
+    assert rc == 1 and doc["verdict"]["rank"] is None
+
+
 def test_per_pod_files_lines_carry_the_rank(tmp_path: Path) -> None:
     fb.kubeflow_pods(tmp_path, fail_rank=5)
     rc, doc = verdict(str(tmp_path))

@@ -107,8 +107,14 @@ def _walk(root: Path, warnings: list[str]) -> list[Path]:
 
 
 def discover(inputs: list[str]) -> Layout:
-    """Every log file under the inputs (files or folders), with what their paths say."""
+    """Every log file under the inputs (files or folders), with what their paths say.
+
+    Files given one by one (the shell's expansion of ``job_777_*.out``) are classified together, and a
+    numbered file is read as part of the series its folder holds: each gets the writer the folder would
+    give it, whichever of the series' files were named."""
     layout = Layout([])
+    given_files: list[Path] = []
+    named: set[str] = set()
     for given in inputs:
         p = Path(given)
         if not p.exists():
@@ -118,12 +124,26 @@ def discover(inputs: list[str]) -> Layout:
             if not files:
                 raise DenpexError(f"{given}: no log files in this folder")
             _classify(p, files, layout)
-        else:
-            _classify(p.parent, [p], layout)
+        elif p.as_posix() not in named:
+            named.add(p.as_posix())
+            given_files.append(p)
+    if given_files:
+        _classify(Path("."), given_files, layout, look_around=True)
     return layout
 
 
-def _classify(root: Path, files: list[Path], layout: Layout) -> None:
+def source_of(path: Path, display: str | None = None) -> LogSource:
+    """One file's LogSource as its folder's layout gives it (``diagnose_path``: the language server,
+    ``denpex run``, ``denpex collect``), reported as ``display``."""
+    layout = Layout([])
+    _classify(path.parent, [path], layout, look_around=True)
+    src = layout.sources[0] if layout.sources else LogSource(str(path), path.as_posix(), "file")
+    if display is not None:
+        src.display = display
+    return src
+
+
+def _classify(root: Path, files: list[Path], layout: Layout, look_around: bool = False) -> None:
     # paths are reported as given (folder + the rest), so one file reads the same whichever
     # folder or file list it was reached through (`denpex merge` relies on it)
     rel = {f: f.as_posix() for f in files}
@@ -169,7 +189,7 @@ def _classify(root: Path, files: list[Path], layout: Layout) -> None:
             f"{run_key}: read attempt_{latest[run_key]} only (the last); earlier attempts "
             f"{', '.join(f'attempt_{a}' for a in sorted(attempts))} restarted after a failure of their own"
         )
-    _classify_numbered(rest, rel, layout)
+    _classify_numbered(rest, rel, layout, look_around)
 
 
 def _run_key(rel: str, m: re.Match[str]) -> str:
@@ -182,8 +202,9 @@ def _node_label(rel: str, m: re.Match[str]) -> str:
     return f"{above}/{m.group('run')}" if above and above not in (".", "..") else m.group("run")
 
 
-def _classify_numbered(files: list[Path], rel: dict[Path, str], layout: Layout) -> None:
-    """Files that differ only by a number (per task, rank, pod or node): the number says who."""
+def _classify_numbered(files: list[Path], rel: dict[Path, str], layout: Layout, look_around: bool = False) -> None:
+    """Files that differ only by a number (per task, rank, pod or node): the number says who. With
+    look_around, a file named alone counts the files of its series in its folder."""
     groups: dict[tuple[str, str, str, str, str], list[tuple[Path, int]]] = {}
     lone: list[Path] = []
     for f in files:
@@ -201,7 +222,10 @@ def _classify_numbered(files: list[Path], rel: dict[Path, str], layout: Layout) 
         labelled = w in _RANK_WORDS - {"", "r", "t"} or w in _NODE_WORDS - {"n"} or (slurm and w == "")
         nums = [n for _f, n in members]
         known_word = w in _RANK_WORDS or w in _NODE_WORDS
-        if not known_word or (len(members) < 2 and not labelled) or len(set(nums)) != len(nums):
+        series = len(members)
+        if look_around and known_word and series < 2 and not labelled:
+            series += _siblings(members[0][0].parent, (head, word, sep, tail), members[0][1])
+        if not known_word or (series < 2 and not labelled) or len(set(nums)) != len(nums):
             lone.extend(f for f, _n in members)
             continue
         template = f"{head}{word}{sep}<N>{tail}"
@@ -220,6 +244,23 @@ def _classify_numbered(files: list[Path], rel: dict[Path, str], layout: Layout) 
             layout.sources.append(src)
     for f in sorted(lone):
         layout.sources.append(LogSource(str(f), rel[f], "file"))
+
+
+def _siblings(folder: Path, key: tuple[str, str, str, str], num: int) -> int:
+    """How many other files of `folder` share a numbered name's template (head, word, separator, tail)."""
+    n = 0
+    try:
+        with os.scandir(folder if str(folder) else ".") as it:
+            for e in it:
+                m = _NUMBERED.match(e.name)
+                if (m is not None and (m.group("head"), m.group("word"), m.group("sep"), m.group("tail")) == key
+                        and int(m.group("num")) != num and e.is_file()):
+                    n += 1
+                    if n >= 1:
+                        break
+    except OSError:
+        return 0
+    return n
 
 
 def read_error_json(path: str) -> tuple[str, int | None] | None:
