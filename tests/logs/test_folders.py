@@ -109,6 +109,23 @@ def test_slurm_files_given_one_by_one_get_the_folders_ranks(tmp_path: Path) -> N
     assert rc == 1 and doc["verdict"]["rank"] is None
 
 
+def test_collect_one_file_diagnoses_it_with_the_folders_ranks(tmp_path: Path) -> None:
+    """`denpex collect FILE` (the library's diagnose_path, also used by `denpex run`) reads the writer from
+    the path as `denpex diagnose DIR` does."""
+    fb.slurm_per_task(tmp_path / "job", fail=5, later=1, name="job_777_{t}.out")
+    run = fb.torchrun_single_node(tmp_path / "tr", fail=2, later=0)
+    for log, key, want in ((tmp_path / "job" / "job_777_5.out", "rank", 5),
+                           (run / "attempt_0" / "2" / "stderr.log", "local_rank", 2)):
+        out = tmp_path / f"bundles-{key}"
+        out.mkdir()
+        r = denpex("collect", str(log), "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        (bundle,) = out.iterdir()
+        v = json.loads((bundle / "diagnosis.json").read_text())["verdict"]
+        assert v[key] == want and v["attribution"], v
+        assert any(str(log) in e for e in v["attribution"])
+
+
 def test_per_pod_files_lines_carry_the_rank(tmp_path: Path) -> None:
     fb.kubeflow_pods(tmp_path, fail_rank=5)
     rc, doc = verdict(str(tmp_path))

@@ -25,8 +25,10 @@ def register(subparsers: Any) -> None:
             "the file and line, the rank/node/process, the cause, the fix and a verification command. "
             "A folder is read as a job's logs (torchrun --log-dir, Slurm per-task files, one file per "
             "pod or rank), its files scanned in parallel. --format json writes a summary that "
-            "`denpex merge` combines with those of other machines. "
-            "Exit 0: nothing known found; 1: a failure was diagnosed; 2: bad usage or unreadable input."
+            "`denpex merge` combines with those of other machines. When no rule names a failure, the "
+            "first error line found by its shape is shown (not a diagnosis). "
+            "Exit 0: no known failure found (also when a first error line is shown); 1: a failure was "
+            "diagnosed; 2: bad usage or unreadable input."
         ),
     )
     p.add_argument("files", nargs="*", default=["-"], metavar="FILE|DIR",
@@ -86,10 +88,12 @@ def _apply_node_rank(sources: list[LogSource], node_rank: int | None, nproc: int
 
 
 def _stdin(args: argparse.Namespace) -> int:
-    from denpex.logs.diagnose import matcher_for
+    import tempfile
+
+    from denpex.logs.diagnose import add_first_error, matcher_for, needs_first_error
     from denpex.logs.layout import LogSource
     from denpex.logs.scanner import iter_line_hits
-    from denpex.logs.summary import FileCollector, diagnose_collector, to_summary
+    from denpex.logs.summary import FileCollector, diagnose_collector, map_local_rank, to_summary
     from denpex.rulebook import load_rulebook
 
     if args.control:
@@ -97,12 +101,19 @@ def _stdin(args: argparse.Namespace) -> int:
     book = load_rulebook(args.rules) if args.rules else None
     matcher = matcher_for(book)
     c = FileCollector(matcher, args.context, None)
-    try:
-        for _lh in iter_line_hits(sys.stdin.buffer, matcher, c.stats, c.on_hit):
-            pass
-    except OSError as exc:
-        raise DenpexError(f"<stdin>: read failed: {exc.strerror or exc}") from None
-    d = diagnose_collector(c, args.context, "<stdin>", b"")
+    # a copy of what was read, in memory up to 64 MiB: the first-error pass reads it again when no rule
+    # finds an initiating failure (a pipe cannot be read twice)
+    with tempfile.SpooledTemporaryFile(max_size=64 << 20) as copy:
+        try:
+            for _lh in iter_line_hits(_Tee(sys.stdin.buffer, copy), matcher, c.stats, c.on_hit):  # type: ignore[arg-type]
+                pass
+        except OSError as exc:
+            raise DenpexError(f"<stdin>: read failed: {exc.strerror or exc}") from None
+        d = diagnose_collector(c, args.context, "<stdin>", b"")
+        if needs_first_error(d):
+            copy.seek(0)
+            add_first_error(d, copy, matcher)  # type: ignore[arg-type]
+            map_local_rank(d, c.table, bytes(c.stats.head))
     src = LogSource("<stdin>", "<stdin>", "file")
     _emit_one(d, args, to_summary(src, d, c, None))
     return 1 if d.verdict is not None else 0
@@ -131,9 +142,9 @@ def _one_file(args: argparse.Namespace, src: LogSource) -> int:
         sys.stderr.write("denpex: scanning ...")
         sys.stderr.flush()
     if big:
-        summary, d = summarise_big(src, args.rules, args.context, jobs)
+        summary, d = summarise_big(src, args.rules, args.context, jobs, first_error=True)
     else:
-        summary, d = summarise(src, book, args.context)
+        summary, d = summarise(src, book, args.context, first_error=True)
     if show_progress:
         sys.stderr.write("\r\x1b[K")
     if args.control and d.verdict is not None:
@@ -152,6 +163,8 @@ def _emit_one(d: Diagnosis, args: argparse.Namespace, summary: dict[str, Any]) -
         doc = json.loads(json.dumps(d.to_json(), ensure_ascii=False))
         if doc.get("verdict") is not None:
             doc["verdict"]["file"] = summary["source"]["display"]
+        if doc.get("first_error") is not None:
+            doc["first_error"]["file"] = summary["source"]["display"]
         stamp_host([summary])
         doc["files"] = [summary]
         sys.stdout.write(dumps_report(doc) + "\n")
@@ -170,10 +183,46 @@ def _many(args: argparse.Namespace, inputs: list[str], sources: list[LogSource],
     summaries, not_read = summarise_all(sources, args.rules, args.context, args.jobs)
     if not summaries:
         raise DenpexError("no file could be read: " + "; ".join(not_read))
+    _first_errors(summaries, sources, args.context)
     stamp_host(summaries)
     doc = merge_summaries(summaries, inputs, warnings + not_read)
     emit_doc(doc, args.format, args.color)
     return 1 if doc["verdict"] is not None else 0
+
+
+def _first_errors(summaries: list[dict[str, Any]], sources: list[LogSource], context: int) -> None:
+    """When no file of the job holds an initiating failure a rule knows, each file's first error line
+    (the merge orders them as it orders verdicts). A job with one costs nothing more."""
+    if any(s.get("role") == "initiating" for s in summaries):
+        return
+    from denpex.logs.parallel import current_book
+    from denpex.logs.summary import first_error_of
+
+    by_path = {src.path: src for src in sources}
+    for s in summaries:
+        src = by_path.get(s["source"]["path"])
+        if src is not None and s.get("first_error") is None:
+            s["first_error"] = first_error_of(src, current_book(), context)
+
+
+class _Tee:
+    """A binary stream that keeps a copy of what is read from it."""
+
+    def __init__(self, src: Any, copy: Any) -> None:
+        self.src, self.copy = src, copy
+
+    def read(self, n: int = -1) -> bytes:
+        data: bytes = self.src.read(n)
+        self.copy.write(data)
+        return data
+
+    def readinto(self, b: Any) -> int:
+        n: int = self.src.readinto(b) or 0
+        self.copy.write(memoryview(b)[:n])
+        return n
+
+    def seekable(self) -> bool:
+        return False
 
 
 def emit_doc(doc: dict[str, Any], fmt: str, color: str) -> None:

@@ -4,6 +4,9 @@ Public API (the CLI and the language server call these):
     diagnose_text(text, book=None, context=100) -> Diagnosis
     diagnose_path(path, book=None, context=100, progress=None) -> Diagnosis
     Diagnosis.to_json() -> dict in the stable `denpex.diagnosis/1` shape
+
+When no rule finds an initiating failure, `Diagnosis.first_error` holds the first error line found
+by its shape (`denpex.logs.first_error`): not a verdict, and never with high confidence.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import regex
 from denpex.errors import DenpexError
 from denpex.logs import events, frameworks, phase
 from denpex.logs.attribution import Attribution, strip_prefixes
+from denpex.logs.first_error import FirstError, summary_line
+from denpex.logs.first_error import scan as scan_first_error
 from denpex.logs.matcher import Matcher, detect_frameworks
-from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits, open_log
+from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
 from denpex.logs.traceback import Frame, frames_before, innermost_user_frame
 from denpex.rulebook import CodeEntry, Rule, RuleBook, load_rulebook
 
@@ -154,6 +159,7 @@ class Diagnosis:
     source: str
     summary: str = ""
     warnings: list[str] = field(default_factory=list)
+    first_error: FirstError | None = None  # when no rule found an initiating failure
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -164,7 +170,22 @@ class Diagnosis:
             "warnings": list(self.warnings),
             "verdict": self.verdict.to_json(self.context_n) if self.verdict else None,
             "findings": [f.to_json() for f in self.findings],
+            # added in denpex.diagnosis/1 as other fields were: readers of older documents find no key
+            "first_error": self.first_error.to_json(self.context_n) if self.first_error is not None else None,
         }
+
+
+def needs_first_error(d: Diagnosis) -> bool:
+    """No rule found an initiating failure: no verdict, or one built from collateral or a launcher report."""
+    return d.verdict is None or d.verdict.finding.role != "initiating"
+
+
+def add_first_error(d: Diagnosis, stream: BinaryIO, matcher: Matcher, base: Attribution | None = None) -> None:
+    """Scan the log (from its start) for its first error line when the rules found no initiating one."""
+    if not needs_first_error(d):
+        return
+    d.first_error = scan_first_error(stream, matcher, base, d.context_n)
+    d.summary = _summary(d)
 
 
 def matcher_for(book: RuleBook | None) -> Matcher:
@@ -272,8 +293,20 @@ def diagnose_stream(
     head: bytes | None = None,
 ) -> Diagnosis:
     matcher = matcher_for(book)
+    start = stream.tell() if _seekable(stream) else None
     collector, stats = _scan(stream, matcher, context, progress)
-    return _decide(collector, stats, context, source, head or b"")
+    d = _decide(collector, stats, context, source, head or b"")
+    if start is not None and needs_first_error(d):
+        stream.seek(start)
+        add_first_error(d, stream, matcher)
+    return d
+
+
+def _seekable(stream: BinaryIO) -> bool:
+    try:
+        return bool(stream.seekable())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def diagnose_text(text: str, book: RuleBook | None = None, context: int = 100) -> Diagnosis:
@@ -288,6 +321,12 @@ def diagnose_path(
     context: int = 100,
     progress: Callable[[int], None] | None = None,
 ) -> Diagnosis:
+    """Diagnose one log file (or a bundle's output.log) as `denpex diagnose FILE` does: who wrote it comes
+    from its path as it would in its folder (torchrun --log-dir, Slurm per-task files, per-rank files),
+    and its first error line is looked for when no rule names an initiating failure."""
+    from denpex.logs.layout import source_of
+    from denpex.logs.summary import summarise
+
     p = Path(path)
     if p.is_dir():
         bundle_log = p / "output.log"
@@ -295,17 +334,8 @@ def diagnose_path(
             p = bundle_log  # a bundle made by `denpex run` / `denpex collect`
         else:
             raise DenpexError(f"{path}: is a directory (give a log file, '-' for stdin, or a denpex bundle)")
-    fh = open_log(str(p), str(path))
-    with fh:
-        try:
-            head = fh.read(65536)
-            fh.seek(0)
-        except OSError as exc:
-            raise DenpexError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        try:
-            return diagnose_stream(fh, book, context, str(path), progress, head)
-        except OSError as exc:
-            raise DenpexError(f"{path}: read failed: {exc.strerror or exc}") from None
+    src = source_of(p, str(path))
+    return summarise(src, book, context, progress=progress, first_error=True)[1]
 
 
 # --- the decision -----------------------------------------------------------------------------
@@ -551,6 +581,8 @@ def _ranges(nums: list[int]) -> str:
 
 def _summary(d: Diagnosis) -> str:
     v = d.verdict
+    if v is None and d.first_error is not None:
+        return summary_line(d.first_error.to_json(0))
     if v is None:
         if d.findings:
             return "No failure diagnosed; related warnings were found (see findings)."

@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Any
 
 from denpex.errors import DenpexError
+from denpex.logs.first_error import NOT_HERE, summary_line
 from denpex.logs.ranks import TableEntry, choose_suspect, global_from_table, writer_name
 from denpex.logs.timestamps import format_stamp
 
@@ -63,6 +64,7 @@ def merge_summaries(summaries: list[dict[str, Any]], inputs: list[str],
     _map_ranks(files, notes_job)
     warn = list(warnings or []) + [w for s in files for w in s.get("warnings", [])]
     verdict = _decide(files, notes_job)
+    first = _first_error(files)
     findings = sorted((f for s in files for f in s.get("findings", [])),
                       key=lambda f: (f.get("file") or "", f["line"]))[:MAX_TOP_FINDINGS]
     doc = {
@@ -71,10 +73,11 @@ def merge_summaries(summaries: list[dict[str, Any]], inputs: list[str],
                   "bytes": sum(int(s.get("bytes") or 0) for s in files),
                   "lines": sum(int(s.get("lines") or 0) for s in files),
                   "truncated_last_line": any(s.get("truncated") for s in files)},
-        "summary": _summary(verdict, files),
+        "summary": summary_line(first) if verdict is None and first is not None else _summary(verdict, files),
         "warnings": warn,
         "verdict": verdict,
         "findings": findings,
+        "first_error": first,
         "files": raw,
     }
     return doc
@@ -156,6 +159,8 @@ def _set_rank(s: dict[str, Any], rank: int, why: str) -> None:
 
     if s.get("verdict"):
         s["verdict"] = mapped(s["verdict"])
+    if (s.get("first_error") or {}).get("found"):
+        s["first_error"] = mapped(s["first_error"])
     if s.get("findings"):
         s["findings"] = [mapped(f) for f in s["findings"]]
 
@@ -212,6 +217,40 @@ def _decide(files: list[dict[str, Any]], job_notes: list[str]) -> dict[str, Any]
         v["notes"].append("collateral in the other files: " + "; ".join(f"{n}x {r}" for r, n in sorted(collateral.items())))
     v["notes"] = job_notes + v["notes"]
     return v
+
+
+def _first_error(files: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The job's first error line found by its shape, when no file holds an initiating failure a rule
+    knows: the files' own first errors ordered as verdicts are (timestamps, error.json times, rank)."""
+    if any(s.get("role") == "initiating" for s in files):
+        return None
+    found = [s for s in files if (s.get("first_error") or {}).get("found")]
+    if not found:
+        seen = [s for s in files if s.get("first_error")]
+        if not seen:
+            return None
+        coll = [{**c, "file": s["source"]["display"]} for s in seen for c in s["first_error"].get("collateral", [])]
+        doc = dict(seen[0]["first_error"])
+        doc.pop("file", None)
+        doc["collateral"] = coll[:16]
+        doc["notes"] = [f"Only collateral reports were found in {len(seen)} of {len(files)} files: {NOT_HERE}. "
+                        "Look for an earlier error on another rank, thread or log file."]
+        return doc
+    # the pool _order sorts: each file's first error in the place of its verdict
+    pool = [{"stamp": s["first_error"].get("stamp"), "epoch": s.get("epoch"), "source": s["source"],
+             "verdict": {"rank": s["first_error"].get("rank")}, "summary": s} for s in found]
+    ordered, how = _order(pool)
+    top = ordered[0]
+    fe = dict(top["summary"]["first_error"])
+    fe["file"] = top["source"]["display"]
+    fe["ordered_by"] = how
+    fe["alternatives"] = [{"file": o["source"]["display"], "line": o["summary"]["first_error"].get("line"),
+                           "rank": o["verdict"]["rank"], "text": o["summary"]["first_error"].get("text"),
+                           "why_not_first": _why_later(top, o, how)} for o in ordered[1:9]]
+    if len(files) > 1:
+        order = "no other file has one" if how == "the only candidate" else f"ordered by {how}"
+        fe["notes"] = [f"{len(files)} files read; first error in {fe['file']} ({order}).", *fe.get("notes", [])]
+    return fe
 
 
 def _drop_error_json_twins(pool: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -142,13 +142,13 @@ class RangePool:
 
 
 def summarise_big(src: LogSource, rule_dirs: list[str], context: int,
-                  jobs: int) -> tuple[dict[str, Any], Diagnosis]:
+                  jobs: int, first_error: bool = False) -> tuple[dict[str, Any], Diagnosis]:
     """summarise() of one big file on its own, its ranges on `jobs` processes (after init_worker):
     forked children where fork exists (ForkPool), else an executor of spawned workers."""
     if hasattr(os, "fork"):
-        return summarise(src, _BOOK, context, ranges=jobs, pool=ForkPool(_BOOK))
+        return summarise(src, _BOOK, context, ranges=jobs, pool=ForkPool(_BOOK), first_error=first_error)
     with _executor(jobs - 1, rule_dirs, context) as ex:
-        return summarise(src, _BOOK, context, ranges=jobs, pool=RangePool(ex, _BOOK))
+        return summarise(src, _BOOK, context, ranges=jobs, pool=RangePool(ex, _BOOK), first_error=first_error)
 
 
 def _executor(workers: int, rule_dirs: list[str], context: int) -> ProcessPoolExecutor:

@@ -6,6 +6,7 @@ import json
 import textwrap
 
 from denpex.logs.diagnose import Diagnosis, Finding, Verdict, _fold
+from denpex.logs.report import first_error_markdown, first_error_text
 
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "bold": "1", "dim": "2", "cyan": "36"}
 
@@ -60,8 +61,11 @@ def render_text(d: Diagnosis, colour: bool = False, context_lines: int = 8) -> s
     for w in d.warnings:
         out.append(_c(f"warning: {w}", "yellow", colour))
     v = d.verdict
+    fe = d.first_error.to_json(d.context_n) if d.first_error is not None else None
     if v is None:
-        out.append(_c(d.summary, "green", colour))
+        out.append(_c("No known CUDA-graph failure signature found." if fe else d.summary, "green", colour))
+        if fe:
+            out.extend(first_error_text(fe, colour, context_lines))
         for f in d.findings:
             out.append(f"  line {f.line}: {f.rule} ({f.role}) {f.text.strip()[:160]}")
         return "\n".join(out) + "\n"
@@ -110,6 +114,9 @@ def render_text(d: Diagnosis, colour: bool = False, context_lines: int = 8) -> s
         for x in others:
             if x.role != "collateral":
                 out.append(f"  line {x.line}: {x.rule} ({x.role}, {x.who.label()}) x{x.count}")
+    if fe is not None and fe.get("found"):
+        out.append(_c("the rules found only collateral; the first error line by its shape:", "bold", colour))
+        out.extend(first_error_text(fe, colour, context_lines))
     return "\n".join(out) + "\n"
 
 
@@ -118,8 +125,11 @@ def render_markdown(d: Diagnosis) -> str:
     out: list[str] = []
     for w in d.warnings:
         out.append(f"> **warning:** {w}\n")
+    fe = d.first_error.to_json(d.context_n) if d.first_error is not None else None
     if v is None:
         out.append(f"**{d.summary}**\n")
+        if fe:
+            out.extend(first_error_markdown(fe))
         for f in d.findings:
             out.append(f"- line {f.line}: `{f.rule}` ({f.role})")
         return "\n".join(out) + "\n"
@@ -156,4 +166,6 @@ def render_markdown(d: Diagnosis) -> str:
         out.append("### Checklist")
         out.extend(f"- [ ] {item}" for item in v.rule.checklist)
         out.append("")
+    if fe is not None and fe.get("found"):
+        out.extend(first_error_markdown(fe))
     return "\n".join(out) + "\n"

@@ -15,11 +15,19 @@ import io
 import os
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, BinaryIO, cast
 
 from denpex.errors import DenpexError
 from denpex.logs.attribution import Attribution
-from denpex.logs.diagnose import Diagnosis, _Collector, _decide, matcher_for
+from denpex.logs.diagnose import (
+    Diagnosis,
+    _Collector,
+    _decide,
+    add_first_error,
+    matcher_for,
+    needs_first_error,
+)
 from denpex.logs.layout import LogSource, read_error_json
 from denpex.logs.matcher import Matcher
 from denpex.logs.ranks import (
@@ -260,17 +268,26 @@ def map_local_rank(d: Diagnosis, table: list[TableEntry], launch: Launch | bytes
     the one the launch command implies (``launch`` may be the file's head, read for it only here:
     reading it for each of a thousand files that do not need it cost more than their scan)."""
     v = d.verdict
-    if v is None or v.finding.who.rank is not None or v.finding.who.local_rank is None:
-        return
-    got = global_from_table(v.finding.who.local_rank, v.finding.who.node, table)
+    if v is not None:
+        v.finding.who = global_who(v.finding.who, table, launch)
+    fe = d.first_error.found if d.first_error is not None else None
+    if fe is not None:
+        fe.who = global_who(fe.who, table, launch)
+
+
+def global_who(who: Attribution, table: list[TableEntry], launch: Launch | bytes) -> Attribution:
+    """A writer known only by its local rank, with the global rank the failure table or launch command gives."""
+    if who.rank is not None or who.local_rank is None:
+        return who
+    got = global_from_table(who.local_rank, who.node, table)
     if got is None:
         if isinstance(launch, bytes):
             launch = launch_facts(launch.decode("utf-8", "replace"))
-        got = launch.global_rank(v.finding.who.local_rank)
-    if got is not None:
-        who = v.finding.who
-        v.finding.who = Attribution(rank=got[0], local_rank=who.local_rank, node=who.node,
-                                    process=who.process, device=who.device, evidence=[*who.evidence, got[1]])
+        got = launch.global_rank(who.local_rank)
+    if got is None:
+        return who
+    return Attribution(rank=got[0], local_rank=who.local_rank, node=who.node,
+                       process=who.process, device=who.device, evidence=[*who.evidence, got[1]])
 
 
 def promote_suspect(d: Diagnosis, c: FileCollector) -> None:
@@ -291,11 +308,15 @@ def promote_suspect(d: Diagnosis, c: FileCollector) -> None:
 
 
 def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
-              ranges: int = 1, pool: Any = None) -> tuple[dict[str, Any], Diagnosis]:
-    """A file's summary (JSON) and its Diagnosis. With a pool, a big file's ranges run in it."""
+              ranges: int = 1, pool: Any = None, progress: Callable[[int], None] | None = None,
+              first_error: bool = False) -> tuple[dict[str, Any], Diagnosis]:
+    """A file's summary (JSON) and its Diagnosis. With a pool, a big file's ranges run in it. With
+    first_error, a file where no rule found an initiating failure is read again for its first error line
+    (`denpex diagnose FILE`); a folder's files are not: the job decides that (see first_error_of)."""
     base = base_attribution(src)
     epoch = None
     head = b""
+    data: bytes | None = None  # an error.json's text
     if src.kind == "error.json":
         got = read_error_json(src.path)
         if got is None:
@@ -326,7 +347,7 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
                 matcher = matcher_for(book)
                 c = FileCollector(matcher, context, base)
                 try:
-                    for _lh in iter_line_hits(fh, matcher, c.stats, c.on_hit):
+                    for _lh in iter_line_hits(fh, matcher, c.stats, c.on_hit, progress):
                         pass
                 except OSError as exc:
                     raise DenpexError(f"{src.display}: read failed: {exc.strerror or exc}") from None
@@ -344,7 +365,47 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
     # rule names, so the file's first 64 KiB are read for them)
     c.line_ranks.update(int(r) for r in _RANK_PREFIX.findall(head[:8192]))
     d = diagnose_collector(c, context, src.display, head)
+    if first_error and needs_first_error(d):
+        _read_first_error(src, d, matcher_for(book), base, data)
+        map_local_rank(d, c.table, head)
     return to_summary(src, d, c, epoch), d
+
+
+def _read_first_error(src: LogSource, d: Diagnosis, matcher: Matcher, base: Attribution | None,
+                      data: bytes | None) -> None:
+    if data is not None:
+        add_first_error(d, io.BytesIO(data), matcher, base)
+        return
+    try:
+        with open_log(src.path, src.display) as fh:
+            add_first_error(d, fh, matcher, base)
+    except (OSError, DenpexError) as exc:
+        d.warnings.append(f"first error not looked for: {exc}")
+
+
+def first_error_of(src: LogSource, book: RuleBook | None, context: int) -> dict[str, Any] | None:
+    """The first error line of one file of a job whose files hold no initiating failure (JSON, or None
+    when the file has no error line at all); the job's answer is the first of these (merge)."""
+    from denpex.logs.first_error import scan
+
+    matcher = matcher_for(book)
+    base = base_attribution(src)
+    try:
+        if src.kind == "error.json":
+            got = read_error_json(src.path)
+            if got is None:
+                return None
+            fe = scan(io.BytesIO(got[0].encode("utf-8", "surrogatepass")), matcher, base, context)
+        else:
+            with open_log(src.path, src.display) as fh:
+                fe = scan(fh, matcher, base, context)
+    except (OSError, DenpexError):
+        return None
+    if fe is None:
+        return None
+    doc = fe.to_json(context)
+    doc["file"] = src.display
+    return doc
 
 
 def to_summary(src: LogSource, d: Diagnosis, c: FileCollector, epoch: int | None) -> dict[str, Any]:
@@ -357,6 +418,9 @@ def to_summary(src: LogSource, d: Diagnosis, c: FileCollector, epoch: int | None
     findings = doc["findings"][:MAX_FINDINGS]
     for f in findings:
         f["file"] = src.display
+    fe = doc.get("first_error")
+    if fe is not None:
+        fe["file"] = src.display
     return {
         "schema": SUMMARY,
         "source": src.to_json(),
@@ -373,4 +437,5 @@ def to_summary(src: LogSource, d: Diagnosis, c: FileCollector, epoch: int | None
         "root_cause_ranks": list(c.root_cause_ranks),
         "table": [[e.rank, e.local_rank, e.host] for e in c.table],
         "line_ranks": {str(r): n for r, n in c.line_ranks.most_common(8)},
+        "first_error": fe,
     }

@@ -1,0 +1,508 @@
+"""The first error of a log that no rule names, found by the shape of its lines.
+
+When the rule book finds no initiating failure, the reader still wants the line a person would point
+at. This pass finds it by structure, not by known text. A line's *message* is what is left after
+launcher, timestamp, level, logger and source-position prefixes (``[rank1]:``, ``E1201 08:15:03.1 574
+api.py:12]``, ``ERROR 12-01 08:15:03 [core.py:383]``, ``(APIServer pid=7)``, ``2024-03-06T17:53:31Z
+ERROR shard-manager:`` ...), and a candidate is, by kind:
+
+* ``exception``: ``Name: ...`` at the start of a message, ``Name`` ending in Error/Exception/Failure/Fault
+  (dotted names too: ``torch.AcceleratorError:``); the line that ends a Python traceback or follows a
+  ``raise`` line (any name: ``torch._dynamo.exc.Unsupported:``); C++'s ``what():``; Rust/Go panics;
+* ``status``: an absl/XLA status code opening the message (``INTERNAL:``, ``INVALID_ARGUMENT:`` ...);
+* ``assertion``: ``Assertion ... failed``, ``X_ASSERT(...) failed``, ``Check failed``, ``RET_CHECK
+  failure``, ``Failed:`` opening a message;
+* ``signal``: Segmentation fault, SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGABRT, ``Fatal Python error``,
+  ``signal N`` (9 and 15 are a kill: collateral);
+* ``error-code``: the word error with a number (``error 222``, ``Error: 222``, ``... error ... (700)``),
+  never 0, in a record below ERROR never;
+* ``error-record``: a record logged at ERROR/FATAL/CRITICAL (glog E/F), a weak candidate.
+
+Collateral lines only report a failure: torchrun's ChildFailedError, Root Cause table and
+``failed (exitcode: ...)``, ``terminate called after throwing``, traceback headers, NCCL watchdog
+timeouts, kills (SIGKILL, SIGTERM, ``exitcode: -9``), "see root cause above", and every line a rule
+of the book calls collateral or context. Indented lines (frames, code, details) are never candidates.
+
+The answer is the first candidate in line order that is not collateral (a file's lines are in the
+order they were written; across files the caller orders the answers as the verdicts are ordered). A
+weak error record that only announces what follows (a traceback starts within 3 lines, or it ends
+with ':') gives way to the first strong candidate of that event, unless that one repeats its message
+(then the record said it first). A log whose candidates are all collateral gets no answer, only
+"the initiating error is not in this log". The pass costs nothing where a rule found an initiating
+failure: the callers run it only when none was found.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import ahocorasick_rs
+
+from denpex.logs.attribution import Attribution, attribute, strip_prefixes
+from denpex.logs.bytecount import Buffer
+from denpex.logs.matcher import Hit, Matcher
+from denpex.logs.ranks import fill
+from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
+from denpex.logs.timestamps import last_stamp
+from denpex.logs.traceback import Frame, frames_before
+
+CONTEXT = 200  # lines kept before an answer (its traceback's frames are read from them)
+EVENT_LINES = 3  # a traceback header this close after an error record makes the record its announcement
+ANNOUNCE_LINES = 10  # ... and a record ending with ':' announces what its next lines say
+MAX_BLOCK = 2000  # lines after a traceback header in which its exception line is looked for
+EVENT_SPAN = 200  # lines after an announcing record in which its event's first strong line is looked for
+MAX_COLLATERAL = 8
+NOT_HERE = "the initiating error is not in this log"
+NOT_KNOWN = "not a known CUDA-graph failure"
+_END = "\x00denpex:end-of-log\x00"  # a last line appended to the stream: open tracebacks end there
+
+# byte keys: a line holding none of them is never decoded (each candidate pattern needs one)
+KEYS: tuple[bytes, ...] = (
+    b"rror", b"RROR", b"xception", b"XCEPTION", b"ATAL", b"atal", b"RITICAL", b"ailed", b"AILED", b"ailure",
+    b"ssert", b"SSERT", b"SIG", b"egmentation", b"ignal", b"bort", b"ore dumped", b"llegal instruction",
+    b"loating point", b"what():", b"anic", b"Fault", b"INTERNAL", b"INVALID_ARGUMENT", b"FAILED_PRECONDITION",
+    b"RESOURCE_EXHAUSTED", b"UNIMPLEMENTED", b"UNAVAILABLE", b"DEADLINE_EXCEEDED", b"NOT_FOUND",
+    b"OUT_OF_RANGE", b"DATA_LOSS", b"PERMISSION_DENIED", b"UNAUTHENTICATED", b"Traceback", b"raise ",
+    _END.encode(),
+)
+
+_LEVELS = {"DEBUG": "debug", "TRACE": "debug", "INFO": "info", "NOTICE": "info", "WARN": "warning",
+           "WARNING": "warning", "ERROR": "error", "FATAL": "fatal", "CRITICAL": "fatal",
+           "I": "info", "W": "warning", "E": "error", "F": "fatal"}
+_ERROR_LEVELS = ("error", "fatal")
+_PEEL = re.compile(
+    r"(?P<ws>\s+)"
+    r"|(?P<glog>(?P<gl>[IWEF])\d{3,4}\s\d\d:\d\d:\d\d(?:\.\d+)?(?:\s+\d+)?(?:\s+[^\s\]]+:\d+\])?)"
+    r"|(?P<glogshort>(?P<gs>[IWEF])(?=\s[\w./<>-]+:\d+\]))"
+    r"|(?P<srcpos>[\w./<>-]+\.\w{1,4}(?::\d+\]|\[[^\]\n]{1,20}\]))"
+    r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?:?)"
+    r"|(?P<mdtime>\d\d-\d\d\s\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+    r"|(?P<syslog>[A-Z][a-z]{2}\s[\s\d]\d\s\d\d:\d\d:\d\d)"
+    r"|(?P<time>\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+    r"|(?P<level>(?:DEBUG|TRACE|INFO|NOTICE|WARNING|WARN|ERROR|FATAL|CRITICAL)(?![\w]):?)"
+    r"|(?P<bracket>\[[^\[\]\n]{1,160}\]:?)"
+    r"|(?P<brace>\{[^{}\n]{1,80}\})"
+    r"|(?P<paren>\([^()\n]{0,60}\bpid=\d+[^()\n]{0,40}\))"
+    r"|(?P<compose>[\w.-]{1,60}\s+\|\s)"
+    r"|(?P<prog>[\w.-]{1,40}\[\d{1,8}\]:)"
+    r"|(?P<stream>(?:stdout|stderr):)"
+    r"|(?P<sep>[-|:](?=\s))"
+)
+# right after a level: a logger (ERROR:torch.distributed.api:msg) or a tracing target (ERROR shard-manager: msg)
+_LOGGER = re.compile(r"[\w.]+:(?=\S)|[a-z][\w.-]*(?:::[\w.-]+)*:(?=\s)")
+_BRACKET_LEVEL = re.compile(r"^\[(?:(?P<g>[IWEF])(?:\d{3,4} |:)|(?P<w>DEBUG|TRACE|INFO|NOTICE|WARNING|WARN|ERROR|FATAL|"
+                            r"CRITICAL)\]|\w+ (?P<n>[IWEF]) \d{4}-)")
+
+_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault)"
+_EXCEPTION = re.compile(rf"^(?P<name>{_NAME})(?:\[[^\]\n]{{0,80}}\])?(?::(?:\s|$)|$)")
+_ANY_EXCEPTION = re.compile(r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?:\[[^\]\n]{0,80}\])?(?::(?:\s|$)|$)")
+_WHAT = re.compile(r"^what\(\):\s")
+_PANIC = re.compile(r"^thread '[^'\n]{0,80}' panicked at |^panic: ")
+_STATUS = re.compile(r"^(?:INTERNAL|INVALID_ARGUMENT|FAILED_PRECONDITION|RESOURCE_EXHAUSTED|UNIMPLEMENTED|"
+                     r"UNAVAILABLE|DEADLINE_EXCEEDED|ABORTED|NOT_FOUND|OUT_OF_RANGE|DATA_LOSS|UNKNOWN|"
+                     r"PERMISSION_DENIED|UNAUTHENTICATED|ALREADY_EXISTS):\s")
+_ASSERT = re.compile(r"\bAssertion\b.{0,2000}?\bfailed\b|\b[A-Z][A-Z0-9_]*ASSERT\w*\s*\(.{0,2000}\)\s*failed\b"
+                     r"|\bCheck failed\b|\bRET_CHECK failure\b|^Failed:\s|^FAILED:\s")
+_SIGNAL = re.compile(r"\bSegmentation fault\b|\bSIG(?:SEGV|BUS|ILL|FPE|ABRT)\b|^Fatal Python error\b"
+                     r"|\b[Ss]ignal (?P<num>\d{1,2})\b|\bBus error\b|\bIllegal instruction\b"
+                     r"|\bFloating point exception\b|\bAborted\s+\(core dumped\)")
+_CODE = re.compile(r"\berror\b(?:\s*code)?\s*[:=#]?\s*\(?(?P<n>-?\d{1,6})(?![.\d])"
+                   r"|\b(?:error|fail\w*)\b.{0,300}?\((?P<p>\d{2,6})\)", re.I)
+_COLLATERAL: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), why) for p, why in (
+    (r"ChildFailedError", "torchrun's report that a worker failed"),
+    (r"failed \(exitcode", "torchrun's agent reporting a worker's exit"),
+    (r"exitcode\s*:\s*-?\d", "a worker's exit code in torchrun's failure table"),
+    (r"Root Cause \(first observed failure\)", "torchrun's failure table"),
+    (r"terminate called after throwing", "std::terminate reporting an exception (its what() line names it)"),
+    (r"Traceback \(most recent call last\)", "a traceback header"),
+    (r"Watchdog caught collective operation timeout|watchdog thread terminated|[Ww]atchdog timeout"
+     r"|detected by watchdog",
+     "the NCCL watchdog: this rank waited on another"),
+    (r"killed by signal|SIGKILL|SIGTERM|\b[Ss]ignal (?:9|15)\b|closing signal|death signal|SignalException",
+     "a process killed or stopped from outside"),
+    (r"[Ss]ee (?:the )?root cause above|[Rr]oot cause above|[Ss]ee (?:the )?(?:error|logs?) above",
+     "a report that points at an earlier error"),
+    (r"Connection (?:closed|reset) by peer|Broken pipe", "a peer that went away"),
+    (r"\bAborted\b|\bSIGABRT\b|\bsignal 6\b",
+     "an abort: the process stopped itself after another error (std::terminate, a failed assert, a watchdog)"),
+    (r"^(?:KeyboardInterrupt|SystemExit)\b", "the process was told to stop"),
+))
+_BARE_ERROR = re.compile(r"^(?:Error|ERROR|Fatal|FATAL):\s+[A-Za-z_]")  # Rust's main() -> Err, a CLI's "Error: ..."
+_SOURCE_LIKE = re.compile(r"^(?:File \"|at [\w$.<>]+\(|#\d+ |frame #\d+)")
+
+
+@dataclass
+class Line:
+    """What one line says once its prefixes are taken off."""
+
+    level: str | None
+    message: str
+    indent: int  # spaces before the message: frames, code and details are indented
+
+
+def message_of(text: str) -> Line:
+    """The message of a cleaned line, its logging level and indentation."""
+    text = strip_prefixes(text)
+    pos, level, ws = 0, None, 0
+    loggers = 0  # logger or target names still allowed right after a level (ERROR shard-manager: launcher: msg)
+    for _ in range(16):
+        m = _PEEL.match(text, pos)
+        if m is None or m.end() == pos:
+            lm = _LOGGER.match(text, pos) if loggers else None
+            if lm is None:
+                break
+            pos, loggers, ws = lm.end(), loggers - 1, 0
+            continue
+        kind = m.lastgroup
+        if kind == "ws":
+            ws = len(m.group().expandtabs(4))
+        else:
+            ws = 0
+            loggers = 3 if kind == "level" else (loggers if kind == "sep" else 0)
+        if kind == "level":
+            level = _LEVELS[m.group("level").rstrip(":")]
+        elif kind in ("glog", "glogshort"):
+            level = _LEVELS[m.group("gl") or m.group("gs")]
+        elif kind == "bracket":
+            b = _BRACKET_LEVEL.match(m.group("bracket"))
+            if b is not None:
+                level = _LEVELS[b.group("g") or b.group("w") or b.group("n")]
+        pos = m.end()
+    return Line(level, text[pos:].strip(), ws)
+
+
+@dataclass
+class Candidate:
+    line: int
+    text: str
+    message: str
+    kind: str
+    strong: bool
+    who: Attribution
+    level: str | None = None
+    collateral: str | None = None  # why this line only reports a failure
+    context: list[tuple[int, str]] = field(default_factory=list)
+
+
+def classify(line: Line) -> tuple[str, bool] | None:
+    """(kind, strong) of a message, or None when it is no error line."""
+    msg = line.message
+    if _WHAT.match(msg):  # libstdc++ indents it under "terminate called after throwing ..."
+        return "exception", True
+    if not msg or line.indent >= 2 or _SOURCE_LIKE.match(msg):
+        return None
+    if _EXCEPTION.match(msg) or _PANIC.match(msg):
+        return "exception", True
+    if _STATUS.match(msg):
+        return "status", True
+    if _ASSERT.search(msg):
+        return "assertion", True
+    s = _SIGNAL.search(msg)
+    if s is not None and s.group("num") not in ("0",):
+        return "signal", True
+    low = line.level not in (None, *_ERROR_LEVELS)
+    c = _CODE.search(msg)
+    if c is not None and not low and (c.group("p") or c.group("n").lstrip("-") not in ("0", "")):
+        return "error-code", False
+    if line.level in _ERROR_LEVELS and any(ch.isalnum() for ch in msg):
+        return "error-record", False
+    if not low and _BARE_ERROR.match(msg):
+        return "error-record", False
+    return None
+
+
+def collateral_reason(msg: str, hits: list[Hit]) -> str | None:
+    for pattern, why in _COLLATERAL:
+        if pattern.search(msg):
+            return why
+    for h in hits:
+        if h.signature.role in ("collateral", "context"):
+            return f"a {h.signature.role} report of {h.signature.rule_id}"
+    return None
+
+
+class _Keys:
+    """The scanner's key search over the structural keys; match_text is the rule book's own, so
+    each candidate line also says which rule (if any) calls it collateral."""
+
+    _search = ahocorasick_rs.BytesAhoCorasick(list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
+
+    def __init__(self, matcher: Matcher) -> None:
+        self.matcher = matcher
+
+    def scan_chunk(self, data: Buffer | memoryview) -> tuple[list[int], list[int] | None, int | None]:
+        return [start for _i, start, _e in self._search.find_matches_as_indexes(data)], None, None
+
+    def candidate_offsets(self, data: Buffer | memoryview) -> list[int]:
+        return self.scan_chunk(data)[0]
+
+    def match_text(self, text: str) -> list[Hit]:
+        return self.matcher.match_text(text)
+
+
+class _WithEnd:
+    """A stream with one more line at its end, so a traceback still open there is closed."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream, self.ended = stream, False
+
+    def seekable(self) -> bool:
+        return False
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.stream.read(n)
+        if data or self.ended:
+            return data
+        self.ended = True
+        return b"\n" + _END.encode() + b"\n"
+
+
+@dataclass
+class FirstError:
+    """The answer for one log: the first error line, or only the collateral it holds."""
+
+    found: Candidate | None
+    collateral: list[Candidate]
+    frames: list[Frame] = field(default_factory=list)
+    reported_by: Candidate | None = None  # an error record that announced it
+    file: str | None = None
+
+    @property
+    def confidence(self) -> str:
+        """Never high: no rule vouches for the line. Medium for a line that says what failed (an
+        exception, status, assertion or signal), low for a bare error record or code."""
+        return "medium" if self.found is not None and self.found.strong else "low"
+
+    def to_json(self, context_n: int = 100) -> dict[str, Any]:
+        coll = [{"line": c.line, "text": c.text, "rank": c.who.rank, "why": c.collateral} for c in self.collateral]
+        f = self.found
+        if f is None:
+            return {"found": False, "known": False, "what": NOT_HERE, "confidence": "low", "collateral": coll,
+                    "notes": [f"Only collateral reports were found ({_lines(len(self.collateral))}): {NOT_HERE}. "
+                              "Look for an earlier error on another rank, thread or log file."],
+                    "evidence": evidence_steps(None)}
+        ctx = f.context[-context_n:] if context_n > 0 else []
+        stamp = last_stamp(f.context, f.text)
+        notes = [f"{NOT_KNOWN}: no rule of the book names this line; it is the first {_KIND_WORDS[f.kind]} "
+                 "in the log, found by the shape of the line"]
+        if self.reported_by is not None:
+            notes.append(f"line {self.reported_by.line} ({self.reported_by.message[:80]!r}) only announces it")
+        return {
+            "found": True, "known": False, "what": NOT_KNOWN, "kind": f.kind, "line": f.line, "text": f.text,
+            "message": f.message, "rank": f.who.rank, "local_rank": f.who.local_rank, "node": f.who.node,
+            "process": f.who.process, "attribution": list(f.who.evidence), "confidence": self.confidence,
+            "context": {"start_line": ctx[0][0] if ctx else f.line, "end_line": f.line,
+                        "lines": [t for _n, t in ctx]},
+            "frames": [fr.to_json() for fr in self.frames],
+            "reported_by": ({"line": self.reported_by.line, "text": self.reported_by.text}
+                            if self.reported_by is not None else None),
+            "collateral": coll, "notes": notes, "evidence": evidence_steps(f),
+            "stamp": list(stamp) if stamp is not None else None,
+        }
+
+
+def summary_line(fe: dict[str, Any]) -> str:
+    """The diagnosis's summary when no rule found anything and this pass did (its JSON, any file)."""
+    if not fe.get("found"):
+        return f"No known CUDA-graph failure signature found; only collateral reports: {NOT_HERE}."
+    where = f"{fe['file']}:{fe['line']}" if fe.get("file") else f"line {fe['line']}"
+    who = (f"rank {fe['rank']}" if fe.get("rank") is not None else
+           f"local rank {fe['local_rank']}" if fe.get("local_rank") is not None else "unattributed")
+    return (f"No known CUDA-graph failure signature found; first error by the shape of the line ({NOT_KNOWN}): "
+            f"{where} ({who}): {str(fe.get('message') or fe.get('text'))[:120]}; confidence {fe['confidence']}.")
+
+
+_KIND_WORDS = {"exception": "exception", "status": "error status", "assertion": "failed assertion or check",
+               "signal": "fatal signal", "error-code": "error with a code", "error-record": "error-level record"}
+
+
+def evidence_steps(f: Candidate | None) -> list[str]:
+    """What to run to get the evidence a diagnosis needs, from what the pipeline already offers."""
+    steps = ["denpex run -- CMD: reruns the job, diagnoses its output and keeps an evidence bundle "
+             "(output, nvidia-smi, collect_env, the CUDA/NCCL/torch environment); `denpex collect LOG` "
+             "keeps the same for a log you already have"]
+    msg = f.message if f is not None else ""
+    if f is None:
+        steps.insert(0, "read every rank's output: `denpex diagnose DIR` over the job's folder (torchrun "
+                        "--log-dir, Slurm per-task files) orders the ranks' first errors by time; "
+                        "`torchrun --tee 3` keeps each rank's stderr with a prefix")
+    elif f.kind == "signal":
+        steps.insert(0, "PYTHONFAULTHANDLER=1 denpex run -- CMD: the Python stack of every thread at the crash")
+    if f is None or "CUDA" in msg or "cuda" in msg or "NCCL" in msg or f.kind in ("status", "error-code"):
+        steps.append("denpex run --honest -- CMD: CUDA_LAUNCH_BLOCKING=1, TORCH_SHOW_CPP_STACKTRACES=1, "
+                     "NCCL_DEBUG=WARN and the NCCL flight recorder, so an asynchronous error is reported "
+                     "where it happened")
+    steps.append("a fix is verified when `denpex run -- CMD` exits 0; `--expect-absent RULE` checks a known "
+                 "rule, and this line has none")
+    return steps
+
+
+_BLOCK_OPENERS = ("Traceback (most recent call last)", "raise ")
+
+
+class _Collector:
+    def __init__(self, matcher: Matcher, base: Attribution | None, context_n: int) -> None:
+        self.matcher, self.base, self.context_n = matcher, base, max(context_n, CONTEXT)
+        self.found: Candidate | None = None
+        self.reported_by: Candidate | None = None
+        self.pending: Candidate | None = None  # a weak record that may announce its event
+        self.pending_span = EVENT_LINES
+        self.collateral: list[Candidate] = []
+        self.open: dict[tuple[object, ...], tuple[int, Attribution]] = {}  # writer -> (block start, who)
+        self.seen: set[int] = set()
+        self.done = False
+
+    def on_line(self, line_no: int, text: str, hits: list[Hit], who: Attribution, window: Window,
+                start: int) -> None:
+        if self.done:
+            return
+        who = fill(who, self.base)
+        if self.open:
+            self._close_blocks(line_no, window, start)
+            if self.done:
+                return
+        if text == _END or text == _END.strip("\x00"):
+            self._settle(None)
+            return
+        info = message_of(text)
+        msg = info.message
+        if info.indent < 2 and _BLOCK_OPENERS[0] in msg[:200]:
+            self.open[who.key()] = (line_no, who)
+        elif msg.startswith(_BLOCK_OPENERS[1]):
+            self.open.setdefault(who.key(), (line_no, who))
+        if self.pending is not None:
+            if "Traceback (most recent call last)" in msg and line_no - self.pending.line <= EVENT_LINES:
+                self.pending_span = EVENT_SPAN
+            elif line_no - self.pending.line > self.pending_span:
+                self._settle(None)
+                return
+        got = classify(info)
+        if got is None or line_no in self.seen:
+            return
+        self._add(Candidate(line_no, text, msg, got[0], got[1], who, info.level,
+                            collateral_reason(msg, hits)), window, start)
+
+    def _add(self, c: Candidate, window: Window | None, start: int,
+             context: list[tuple[int, str]] | None = None) -> None:
+        self.seen.add(c.line)
+        if c.collateral is not None:
+            if len(self.collateral) < MAX_COLLATERAL:
+                self.collateral.append(c)
+            return
+        p = self.pending
+        if p is not None and not c.strong:
+            return  # the first weak record waits for its event; later ones add nothing
+        c.context = context if context is not None else (window.lines_before(start, self.context_n) if window else [])
+        if p is None:
+            if c.strong:
+                self._settle(c)
+            else:
+                self.pending = c
+                self.pending_span = ANNOUNCE_LINES if c.message.rstrip().endswith(":") else EVENT_LINES
+            return
+        same_writer = p.who.key() == c.who.key() or p.who.rank is None or c.who.rank is None
+        if not same_writer or c.line - p.line > self.pending_span:
+            self._settle(None)
+            return
+        if _repeats(c.message, p.message):
+            self._settle(None)  # the record said it first
+        else:
+            self.reported_by = p
+            self._settle(c)
+
+    def _settle(self, c: Candidate | None) -> None:
+        """The answer is c, or the pending record when c is None."""
+        if c is None:
+            c = self.pending
+            if c is None:
+                return
+            self.reported_by = None
+        self.found, self.pending, self.done = c, None, True
+
+    def _close_blocks(self, line_no: int, window: Window, start: int) -> None:
+        """The exception line of each traceback (or raise line) that ended before this line."""
+        for key, (opened, who) in sorted(self.open.items(), key=lambda kv: kv[1][0]):
+            if opened >= line_no:
+                continue
+            if line_no - opened > MAX_BLOCK:
+                del self.open[key]  # no exception line in reach: a traceback cut short
+                continue
+            got = _block_end(window.lines_before(start, line_no - opened), opened, who)
+            if got == _OPEN:
+                continue  # frames so far: the traceback goes on past this line
+            del self.open[key]
+            if got is None or got in self.seen:
+                continue
+            lines = window.lines_before(start, line_no - got + self.context_n)
+            i = next(k for k, (n, _t) in enumerate(lines) if n == got)
+            text = lines[i][1]
+            info = message_of(text)
+            c = Candidate(got, text, info.message, "exception", True, fill(attribute(text), self.base), info.level,
+                          collateral_reason(info.message, self.matcher.match_text(text)))
+            self._add(c, None, 0, context=lines[:i])
+            if self.done:
+                return
+
+    def result(self) -> FirstError | None:
+        self._settle(None)
+        f = self.found
+        if f is None:
+            return FirstError(None, self.collateral) if self.collateral else None
+        frames = frames_before([*f.context, (f.line, f.text)], f.who.rank, f.who.local_rank) if f.context else []
+        return FirstError(f, self.collateral, frames, self.reported_by)
+
+
+def _repeats(later: str, first: str) -> bool:
+    """Does the later message repeat the first one (an exception raised with the text logged before it)?"""
+    head = re.sub(r"\s+", " ", first).strip().rstrip(".:")[:60]
+    return len(head) >= 20 and head in re.sub(r"\s+", " ", later)
+
+
+_OPEN = -1  # _block_end: only frames so far
+
+
+def _block_end(lines: list[tuple[int, str]], opened: int, who: Attribution) -> int | None:
+    """The line that ends a traceback (or follows a raise line) opened at `opened`: the first line of the
+    same writer after it that is neither a frame, nor indented, nor blank, when shaped like `Name: message`;
+    None when another line ends it, _OPEN when every line so far is a frame."""
+    for no, text in lines:
+        if no <= opened:
+            continue
+        other = attribute(text)
+        if who.rank is not None and other.rank is not None and other.rank != who.rank:
+            continue
+        info = message_of(text)
+        msg = info.message
+        if not msg or info.indent >= 2 or _SOURCE_LIKE.match(msg) or set(msg) <= {"^", "~", " "}:
+            continue
+        if msg.startswith(("During handling", "The above exception", "Traceback (most recent")):
+            return None
+        return no if _ANY_EXCEPTION.match(msg) else None
+    return _OPEN
+
+
+def scan(stream: BinaryIO, matcher: Matcher, base: Attribution | None = None, context: int = 100) -> FirstError | None:
+    """The first error of a log (None when it has no error line at all)."""
+    c = _Collector(matcher, base, context)
+    keys: Any = _Keys(matcher)  # what the scanner calls of a matcher: scan_chunk, candidate_offsets, match_text
+    ended: Any = _WithEnd(stream)  # read() and seekable(): what the scanner calls of a stream
+
+    def seen(lh: LineHit, window: Window, start: int) -> None:
+        c.on_line(lh.line, lh.text, lh.hits, lh.who, window, start)
+
+    lines = iter_line_hits(ended, keys, ScanStats(), seen)
+    try:
+        for _lh in lines:
+            if c.done:
+                break  # the answer is settled: the rest of the log cannot change it
+    finally:
+        close = getattr(lines, "close", None)
+        if close is not None:
+            close()
+    return c.result()
+
+
+def _lines(n: int) -> str:
+    return f"{n} line" if n == 1 else f"{n} lines"
