@@ -51,6 +51,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--honest", action="store_true",
                    help="run CMD with the settings that make CUDA and NCCL report where an error happens: "
                         + ", ".join(f"{k}={v}" for k, v in HONEST_ENV))
+    p.add_argument("--guard", nargs="?", const="refuse", metavar="MODE",
+                   help="turn on the runtime CUDA-graph guard in every Python process of CMD (docs/guard.md): "
+                        "refuse (default: a replay of freed or moved memory raises), warn, compare[:N]; "
+                        "comma-separated, e.g. --guard=warn,compare:3")
     p.add_argument("--bundle-dir", metavar="DIR", help="where to put the bundle (default: current folder)")
     p.add_argument("--no-bundle", action="store_true", help="do not write an evidence bundle")
     p.add_argument("--rules", action="append", default=[], metavar="DIR",
@@ -90,8 +94,10 @@ def run(args: argparse.Namespace) -> int:
     expect = book.resolve(args.expect_absent)
     family = refined_from(book, expect)
     env = None
+    if args.guard is not None:
+        env = guard_env(args.guard)
     if args.honest:
-        env = dict(os.environ)
+        env = dict(env or os.environ)
         for key, value in HONEST_ENV:
             old = env.get(key)
             env[key] = value
@@ -172,6 +178,24 @@ def run(args: argparse.Namespace) -> int:
     if appeared and rc == 0:
         return 1
     return rc if rc >= 0 else 128 - rc
+
+
+def guard_env(mode: str) -> dict[str, str]:
+    """The environment that loads denpex.guard into every Python process of the job: its startup hook
+    first on PYTHONPATH, the mode in DENPEX_GUARD."""
+    from denpex.guard import parse_mode
+
+    try:
+        parse_mode(mode)
+    except ValueError as exc:
+        raise DenpexError(f"--guard: {exc}") from None
+    hook = Path(__file__).resolve().parent.parent / "guard" / "hook"
+    env = dict(os.environ)
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(hook) + (os.pathsep + old if old else "")
+    env["DENPEX_GUARD"] = mode
+    env["DENPEX_GUARD_MAIN"] = str(os.getpid())
+    return env
 
 
 def refined_from(book: RuleBook, rules: set[str]) -> dict[str, set[str]]:
