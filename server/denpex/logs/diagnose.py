@@ -17,19 +17,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import regex
 
 from denpex.errors import DenpexError
 from denpex.logs import events, frameworks, phase
 from denpex.logs.attribution import Attribution, strip_prefixes
-from denpex.logs.first_error import FirstError, summary_line
-from denpex.logs.first_error import scan as scan_first_error
 from denpex.logs.matcher import Matcher, detect_frameworks
 from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
 from denpex.logs.traceback import Frame, frames_before, innermost_user_frame
 from denpex.rulebook import CodeEntry, Rule, RuleBook, load_rulebook
+
+if TYPE_CHECKING:  # imported where used: its patterns cost a start 13 ms, and most runs never need them
+    from denpex.logs.first_error import FirstError
 
 SCHEMA = "denpex.diagnosis/1"
 FRAME_LOOKBACK = 200
@@ -184,7 +185,9 @@ def add_first_error(d: Diagnosis, stream: BinaryIO, matcher: Matcher, base: Attr
     """Scan the log (from its start) for its first error line when the rules found no initiating one."""
     if not needs_first_error(d):
         return
-    d.first_error = scan_first_error(stream, matcher, base, d.context_n)
+    from denpex.logs.first_error import scan
+
+    d.first_error = scan(stream, matcher, base, d.context_n)
     d.summary = _summary(d)
 
 
@@ -582,6 +585,8 @@ def _ranges(nums: list[int]) -> str:
 def _summary(d: Diagnosis) -> str:
     v = d.verdict
     if v is None and d.first_error is not None:
+        from denpex.logs.first_error import summary_line
+
         return summary_line(d.first_error.to_json(0))
     if v is None:
         if d.findings:

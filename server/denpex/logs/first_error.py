@@ -27,7 +27,8 @@ The answer is the first candidate in line order that is not collateral (a file's
 order they were written; across files the caller orders the answers as the verdicts are ordered). A
 weak error record that only announces what follows (a traceback starts within 3 lines, or it ends
 with ':') gives way to the first strong candidate of that event, unless that one repeats its message
-(then the record said it first). A log whose candidates are all collateral gets no answer, only
+(then the record said it first); an exception whose message ends with ':' ("... raised:") gives way
+to an exception on the next lines that it wraps. A log whose candidates are all collateral gets no answer, only
 "the initiating error is not in this log". The pass costs nothing where a rule found an initiating
 failure: the callers run it only when none was found.
 """
@@ -40,6 +41,7 @@ from typing import Any, BinaryIO
 
 import ahocorasick_rs
 
+from denpex.logs import native
 from denpex.logs.attribution import Attribution, attribute, strip_prefixes
 from denpex.logs.bytecount import Buffer
 from denpex.logs.matcher import Hit, Matcher
@@ -61,7 +63,7 @@ _END = "\x00denpex:end-of-log\x00"  # a last line appended to the stream: open t
 # byte keys: a line holding none of them is never decoded (each candidate pattern needs one)
 KEYS: tuple[bytes, ...] = (
     b"rror", b"RROR", b"xception", b"XCEPTION", b"ATAL", b"atal", b"RITICAL", b"ailed", b"AILED", b"ailure",
-    b"ssert", b"SSERT", b"SIG", b"egmentation", b"ignal", b"bort", b"ore dumped", b"llegal instruction",
+    b"ssert", b"SSERT", b"SIGS", b"SIGB", b"SIGI", b"SIGF", b"SIGA", b"BORT", b"egmentation", b"ignal", b"bort", b"ore dumped", b"llegal instruction",
     b"loating point", b"what():", b"anic", b"Fault", b"INTERNAL", b"INVALID_ARGUMENT", b"FAILED_PRECONDITION",
     b"RESOURCE_EXHAUSTED", b"UNIMPLEMENTED", b"UNAVAILABLE", b"DEADLINE_EXCEEDED", b"NOT_FOUND",
     b"OUT_OF_RANGE", b"DATA_LOSS", b"PERMISSION_DENIED", b"UNAUTHENTICATED", b"Traceback", b"raise ",
@@ -107,7 +109,7 @@ _ASSERT = re.compile(r"\bAssertion\b.{0,2000}?\bfailed\b|\b[A-Z][A-Z0-9_]*ASSERT
                      r"|\bCheck failed\b|\bRET_CHECK failure\b|^Failed:\s|^FAILED:\s")
 _SIGNAL = re.compile(r"\bSegmentation fault\b|\bSIG(?:SEGV|BUS|ILL|FPE|ABRT)\b|^Fatal Python error\b"
                      r"|\b[Ss]ignal (?P<num>\d{1,2})\b|\bBus error\b|\bIllegal instruction\b"
-                     r"|\bFloating point exception\b|\bAborted\s+\(core dumped\)")
+                     r"|\bFloating point exception\b|\bAborted\s+\(core dumped\)|\bMPI_ABORT was invoked\b|\bcalled MPI_Abort\b")
 _CODE = re.compile(r"\berror\b(?:\s*code)?\s*[:=#]?\s*\(?(?P<n>-?\d{1,6})(?![.\d])"
                    r"|\b(?:error|fail\w*)\b.{0,300}?\((?P<p>\d{2,6})\)", re.I)
 _COLLATERAL: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), why) for p, why in (
@@ -125,7 +127,7 @@ _COLLATERAL: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), why
     (r"[Ss]ee (?:the )?root cause above|[Rr]oot cause above|[Ss]ee (?:the )?(?:error|logs?) above",
      "a report that points at an earlier error"),
     (r"Connection (?:closed|reset) by peer|Broken pipe", "a peer that went away"),
-    (r"\bAborted\b|\bSIGABRT\b|\bsignal 6\b",
+    (r"\bAborted\b|\bSIGABRT\b|\bsignal 6\b|\bMPI_ABORT\b|\bMPI_Abort\b",
      "an abort: the process stopped itself after another error (std::terminate, a failed assert, a watchdog)"),
     (r"^(?:KeyboardInterrupt|SystemExit)\b", "the process was told to stop"),
 ))
@@ -224,15 +226,33 @@ def collateral_reason(msg: str, hits: list[Hit]) -> str | None:
 
 
 class _Keys:
-    """The scanner's key search over the structural keys; match_text is the rule book's own, so
-    each candidate line also says which rule (if any) calls it collateral."""
+    """The scanner's key search over the structural keys (the native one-pass search where it is built,
+    which also counts the newlines, else the crate's); match_text is the rule book's own, so each
+    candidate line also says which rule (if any) calls it collateral."""
 
-    _search = ahocorasick_rs.BytesAhoCorasick(list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
+    _search: ahocorasick_rs.BytesAhoCorasick | None = None
+    _native: native.Searcher | None = None
+    _planned = False
 
     def __init__(self, matcher: Matcher) -> None:
         self.matcher = matcher
+        cls = type(self)
+        if not cls._planned:
+            cls._native, cls._planned = native.searcher(KEYS), True
+        if cls._native is None and cls._search is None:
+            cls._search = ahocorasick_rs.BytesAhoCorasick(list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
 
     def scan_chunk(self, data: Buffer | memoryview) -> tuple[list[int], list[int] | None, int | None]:
+        if self._native is not None and not isinstance(data, memoryview):
+            starts, before, total = self._native.scan(data)
+            if any(starts[i] > starts[i + 1] for i in range(len(starts) - 1)):  # nearly in order: make it so
+                pairs = sorted(zip(starts, before, strict=True))
+                starts, before = [a for a, _b in pairs], [b for _a, b in pairs]
+            return starts, before, total
+        if self._search is None:
+            type(self)._search = ahocorasick_rs.BytesAhoCorasick(
+                list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
+        assert self._search is not None
         return [start for _i, start, _e in self._search.find_matches_as_indexes(data)], None, None
 
     def candidate_offsets(self, data: Buffer | memoryview) -> list[int]:
@@ -243,20 +263,46 @@ class _Keys:
 
 
 class _WithEnd:
-    """A stream with one more line at its end, so a traceback still open there is closed."""
+    """A stream with one more line at its end, so a traceback still open there is closed. It reads into
+    the scanner's buffers and seeks back as the stream does (a partial line is read again, not copied)."""
+
+    _LAST = b"\n" + _END.encode() + b"\n"
 
     def __init__(self, stream: BinaryIO) -> None:
         self.stream, self.ended = stream, False
+        self.can_seek = _seekable(stream)
+        inner = getattr(stream, "readinto", None)
+        if inner is not None:
+            self.readinto = self._readinto
+            self._inner = inner
 
     def seekable(self) -> bool:
-        return False
+        return self.can_seek and not self.ended
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.stream.seek(offset, whence)
 
     def read(self, n: int = -1) -> bytes:
         data = self.stream.read(n)
         if data or self.ended:
             return data
         self.ended = True
-        return b"\n" + _END.encode() + b"\n"
+        return self._LAST
+
+    def _readinto(self, b: Any) -> int:
+        n: int = self._inner(b) or 0
+        if n or self.ended:
+            return n
+        self.ended = True
+        b[: len(self._LAST)] = self._LAST
+        return len(self._LAST)
+
+
+def _seekable(stream: BinaryIO) -> bool:
+    try:
+        return bool(stream.seekable())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 @dataclass
@@ -373,7 +419,8 @@ class _Collector:
         elif msg.startswith(_BLOCK_OPENERS[1]):
             self.open.setdefault(who.key(), (line_no, who))
         if self.pending is not None:
-            if "Traceback (most recent call last)" in msg and line_no - self.pending.line <= EVENT_LINES:
+            if ("Traceback (most recent call last)" in msg and not self.pending.strong
+                    and line_no - self.pending.line <= EVENT_LINES):
                 self.pending_span = EVENT_SPAN
             elif line_no - self.pending.line > self.pending_span:
                 self._settle(None)
@@ -396,14 +443,15 @@ class _Collector:
             return  # the first weak record waits for its event; later ones add nothing
         c.context = context if context is not None else (window.lines_before(start, self.context_n) if window else [])
         if p is None:
-            if c.strong:
+            announces = c.message.rstrip().endswith(":")
+            if c.strong and not (announces and c.kind == "exception"):
                 self._settle(c)
-            else:
+            else:  # a weak record, or an exception ending with ':' ("... raised:"): its next lines may say more
                 self.pending = c
-                self.pending_span = ANNOUNCE_LINES if c.message.rstrip().endswith(":") else EVENT_LINES
+                self.pending_span = EVENT_LINES if c.strong or not announces else ANNOUNCE_LINES
             return
         same_writer = p.who.key() == c.who.key() or p.who.rank is None or c.who.rank is None
-        if not same_writer or c.line - p.line > self.pending_span:
+        if not same_writer or c.line - p.line > self.pending_span or (p.strong and c.kind != "exception"):
             self._settle(None)
             return
         if _repeats(c.message, p.message):

@@ -16,7 +16,6 @@ from collections import Counter
 from typing import Any
 
 from denpex.errors import DenpexError
-from denpex.logs.first_error import NOT_HERE, summary_line
 from denpex.logs.ranks import TableEntry, choose_suspect, global_from_table, writer_name
 from denpex.logs.timestamps import format_stamp
 
@@ -73,7 +72,7 @@ def merge_summaries(summaries: list[dict[str, Any]], inputs: list[str],
                   "bytes": sum(int(s.get("bytes") or 0) for s in files),
                   "lines": sum(int(s.get("lines") or 0) for s in files),
                   "truncated_last_line": any(s.get("truncated") for s in files)},
-        "summary": summary_line(first) if verdict is None and first is not None else _summary(verdict, files),
+        "summary": _summary(verdict, files, first),
         "warnings": warn,
         "verdict": verdict,
         "findings": findings,
@@ -224,6 +223,8 @@ def _first_error(files: list[dict[str, Any]]) -> dict[str, Any] | None:
     knows: the files' own first errors ordered as verdicts are (timestamps, error.json times, rank)."""
     if any(s.get("role") == "initiating" for s in files):
         return None
+    from denpex.logs.first_error import NOT_HERE
+
     found = [s for s in files if (s.get("first_error") or {}).get("found")]
     if not found:
         seen = [s for s in files if s.get("first_error")]
@@ -321,7 +322,11 @@ def _suspect(v: dict[str, Any], files: list[dict[str, Any]]) -> None:
     v["notes"].append(f"Suspect {sus.writer}{where}: {sus.evidence}.")
 
 
-def _summary(v: dict[str, Any] | None, files: list[dict[str, Any]]) -> str:
+def _summary(v: dict[str, Any] | None, files: list[dict[str, Any]], first: dict[str, Any] | None = None) -> str:
+    if v is None and first is not None:
+        from denpex.logs.first_error import summary_line
+
+        return summary_line(first)
     if v is None:
         if any(s.get("findings") for s in files):
             return "No failure diagnosed; related warnings were found (see findings)."
