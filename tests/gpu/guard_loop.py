@@ -4,8 +4,9 @@ before the illegal memory access.
 
 Each program runs under `denpex run --guard`'s own hook (server/denpex/guard/hook on PYTHONPATH), so the
 device needs torch and nothing of Denpex's dependencies. Writes <out>/guard_report.json and the logs under
-<out>/logs/; `denpex diagnose` of those logs is checked afterwards where Denpex is installed
-(tests/gpu/test_guard_loop.py reads the committed report).
+<out>/logs/. The last run's report is tests/gpu/results/guard_report.json (its --extra folders were the
+H200 scenarios and realistic programs of the development material, not in this repository);
+tests/gpu/test_guard_loop.py runs it on a GPU machine.
 
 Usage: python tests/gpu/guard_loop.py --out DIR [--extra DIR ...] [--jobs N]
   --extra DIR: more programs, each with an expectation in DIR/expect.tsv (name<TAB>expect<TAB>args)."""
@@ -70,7 +71,7 @@ def run(name: str, path: Path, expect: str, logs: Path, mode: str, timeout: int,
         row["ok"] = not found and rc == 0
     elif expect == "refuse":
         row["ok"] = "GuardError" in out and "illegal memory access" not in out
-    elif expect.startswith("any:"):
+    elif expect.startswith("any:") or expect == "n/a":
         row["ok"] = True  # a failing program: findings are reported, not judged
     else:
         row["ok"] = expect in rules
