@@ -183,26 +183,26 @@ def _many(args: argparse.Namespace, inputs: list[str], sources: list[LogSource],
     summaries, not_read = summarise_all(sources, args.rules, args.context, args.jobs)
     if not summaries:
         raise DenpexError("no file could be read: " + "; ".join(not_read))
-    _first_errors(summaries, sources, args.context)
+    _first_errors(summaries, sources, args)
     stamp_host(summaries)
     doc = merge_summaries(summaries, inputs, warnings + not_read)
     emit_doc(doc, args.format, args.color)
     return 1 if doc["verdict"] is not None else 0
 
 
-def _first_errors(summaries: list[dict[str, Any]], sources: list[LogSource], context: int) -> None:
+def _first_errors(summaries: list[dict[str, Any]], sources: list[LogSource], args: argparse.Namespace) -> None:
     """When no file of the job holds an initiating failure a rule knows, each file's first error line
-    (the merge orders them as it orders verdicts). A job with one costs nothing more."""
+    (the merge orders them as it orders verdicts), read in parallel. A job with one costs nothing more."""
     if any(s.get("role") == "initiating" for s in summaries):
         return
-    from denpex.logs.parallel import current_book
-    from denpex.logs.summary import first_error_of
+    from denpex.logs.parallel import first_errors_all
 
     by_path = {src.path: src for src in sources}
-    for s in summaries:
-        src = by_path.get(s["source"]["path"])
-        if src is not None and s.get("first_error") is None:
-            s["first_error"] = first_error_of(src, current_book(), context)
+    todo = [(s, by_path[s["source"]["path"]]) for s in summaries
+            if s.get("first_error") is None and s["source"]["path"] in by_path]
+    found = first_errors_all([src for _s, src in todo], args.rules, args.context, args.jobs)
+    for (s, _src), fe in zip(todo, found, strict=True):
+        s["first_error"] = fe
 
 
 class _Tee:

@@ -213,6 +213,25 @@ def summarise_all(sources: list[LogSource], rule_dirs: list[str], context: int,
     return out, warnings
 
 
+def _first_error_work(src: LogSource) -> dict[str, Any] | None:
+    from denpex.logs.summary import first_error_of
+
+    return first_error_of(src, _BOOK, _CONTEXT)
+
+
+def first_errors_all(sources: list[LogSource], rule_dirs: list[str], context: int,
+                     jobs: int | None = None) -> list[dict[str, Any] | None]:
+    """Each source's first error line found by its shape (summary.first_error_of), in the order given,
+    on every core when there is enough to read (a job whose files hold only collateral)."""
+    init_worker(rule_dirs, context)
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    if jobs == 1 or sum(_size(s) for s in sources) < SMALL_JOB:
+        return [_first_error_work(src) for src in sources]
+    with _executor(jobs, rule_dirs, context) as ex:
+        chunk = max(1, min(32, len(sources) // (4 * jobs)))
+        return list(ex.map(_first_error_work, sources, chunksize=chunk))
+
+
 def _size(src: LogSource) -> int:
     try:
         return os.path.getsize(src.path)
