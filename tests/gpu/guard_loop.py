@@ -114,6 +114,33 @@ def plan(extra: list[Path]) -> list[tuple[str, Path, str, str, list[str]]]:
     return todo
 
 
+def specials(logs: Path, timeout: int) -> list[dict[str, Any]]:
+    """torchrun (every rank guarded, findings carry the rank) and the pytest plugin."""
+    rows = []
+    here = HERE / "guard_special"
+    env = guard_env("warn")
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                        str(here / "torchrun_rank1_rebinds.py")], env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=timeout)
+    out = p.stdout.decode("utf-8", "replace")
+    (logs / "torchrun_rank1_rebinds.log").write_text(out)
+    named = re.findall(r"^(\[rank\d\]: )?denpex-guard: ([a-z0-9-]+) \(", out, re.M)
+    rows.append({"name": "torchrun_rank1_rebinds", "expect": "rank1:replay-rebound-static-input", "rc": p.returncode,
+                 "rules": sorted({r for _t, r in named}), "log": "torchrun_rank1_rebinds.log",
+                 "ok": p.returncode == 0 and named == [("[rank1]: ", "replay-rebound-static-input")]})
+    penv = dict(os.environ, PYTHONPATH=str(REPO / "server"), DENPEX_GUARD="warn")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "denpex.guard", "-q", "-p", "no:cacheprovider",
+                        str(here / "guarded_suite_case.py")], env=penv, cwd=here, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=timeout)
+    out = p.stdout.decode("utf-8", "replace")
+    (logs / "pytest_plugin.log").write_text(out)
+    rows.append({"name": "pytest_plugin", "expect": "1 failed (rebinding), 1 passed", "rc": p.returncode,
+                 "rules": sorted(set(re.findall(r"denpex-guard: ([a-z0-9-]+) \(", out))), "log": "pytest_plugin.log",
+                 "ok": "1 failed, 1 passed" in out and "test_rebinding_is_caught" in out
+                 and "replay-rebound-static-input" in out})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True, type=Path)
@@ -130,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     with cf.ThreadPoolExecutor(a.jobs) as pool:
         rows = list(pool.map(lambda t: run(t[0], t[1], t[2], logs, t[3], a.timeout, t[4]), todo))
+    if not a.only:
+        rows += specials(logs, a.timeout)
     import torch
 
     report = {"schema": "denpex.guard-loop/1", "torch": torch.__version__, "cuda": torch.version.cuda,

@@ -141,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
             head = (f"the command failed (exit code {rc})" if rc != 0
                     else "the command exited 0, but a signature expected absent appeared")
             sys.stderr.write("\n" + "=" * 72 + f"\ndenpex: {head}\n")
-            if d.verdict is not None:
+            if d.verdict is not None or d.first_error is not None:
+                # a known failure, or the first error line by its shape ("not a known CUDA-graph failure")
                 sys.stderr.write(render_text(d, colour=sys.stderr.isatty()))
             else:
                 sys.stderr.write("denpex: no known CUDA-graph failure signature in its output\n")

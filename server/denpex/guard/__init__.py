@@ -112,7 +112,16 @@ def reporter() -> Reporter | None:
 
 def _summary() -> None:
     s = _state
-    if s is None or s.graphs == 0:
+    if s is None:
+        return
+    if s.graphs == 0:
+        # turned on by `denpex run --guard` without asking CUDA at import (that would initialise it early):
+        # the job's own process says at exit when there was no CUDA to check
+        if os.environ.get("DENPEX_GUARD_MAIN") == str(os.getppid()):
+            import torch
+
+            if not torch.cuda.is_available():
+                say(f"off: CUDA is not available (torch {torch.__version__}); nothing was checked")
         return
     n = len(s.reporter.findings)
     say(f"checked {s.graphs} graph(s) over {s.replays} replay(s): "

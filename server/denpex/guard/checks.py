@@ -47,16 +47,30 @@ def moved_message(rec: GraphRecord, info: TensorInfo, at: str) -> str:
 PARAM_POLL = 32
 
 
+class Replay:
+    """Where this replay was called from, worked out only when a check needs it (most replays need none)."""
+
+    def __init__(self, frame: FrameType | None) -> None:
+        self._frame = frame
+        self._stack: Stack | None = None
+
+    @property
+    def stack(self) -> Stack:
+        if self._stack is None:
+            self._stack = Stack(user_frames(self._frame, 6))
+        return self._stack
+
+    @property
+    def at(self) -> str:
+        return where(self.stack[0] if self.stack else None)
+
+
 def before_replay(rec: GraphRecord, reporter: Reporter, refuse: bool, frame: FrameType | None) -> None:
-    if not (rec.freed or rec.inputs or rec.extra.get("frozen") or rec.extra.get("bindings")):
-        return
-    stack = Stack(user_frames(frame, 6)) if (rec.freed or rec.extra.get("bindings") or rec.extra.get("frozen")
-                                             or rec.extra.get("side_effects")) else Stack([])
-    at = where(stack[0] if stack else None)
+    here = Replay(frame)
     bindings: dict[int, list[Binding]] = rec.extra.get("bindings", {})
     for info in rec.freed:
-        f = _rebound_and_freed(rec, info, bindings.get(id(info), []), stack, at) or Finding(
-            "replay-freed-input", freed_message(rec, info, at))
+        f = _rebound_and_freed(rec, info, bindings.get(id(info), []), here.stack, here.at) or Finding(
+            "replay-freed-input", freed_message(rec, info, here.at))
         if refuse:
             reporter.refuse(f, (id(rec), "freed", info.ptr))
         reporter.report(f, (id(rec), "freed", info.ptr))
@@ -67,15 +81,17 @@ def before_replay(rec: GraphRecord, reporter: Reporter, refuse: bool, frame: Fra
             continue
         ptr = storage_ptr(t)
         if ptr is not None and ptr != info.ptr:
-            f = Finding("replay-rebound-static-input", moved_message(rec, info, at))
+            f = Finding("replay-rebound-static-input", moved_message(rec, info, here.at))
             if refuse:
                 reporter.refuse(f, (id(rec), "moved", info.ptr))
             reporter.report(f, (id(rec), "moved", info.ptr))
-    if bindings:
-        _rebinds(rec, bindings, stack, at, reporter)
+    # a rebind leaves the captured tensor unwritten: only those inputs need their names read
+    stale = [info for info in rec.extra.get("bound", ()) if _unwritten(info)]
+    if stale:
+        _rebinds(rec, stale, bindings, here, reporter)
     values: list[Value] = rec.extra.get("frozen", [])
     if values:
-        _frozen(rec, values, stack, at, reporter)
+        _frozen(rec, values, here, reporter)
     if rec.replays == 0:
         for v in rec.extra.get("side_effects", []):
             reporter.report(Finding("replay-python-side-effects", (
@@ -83,6 +99,11 @@ def before_replay(rec: GraphRecord, reporter: Reporter, refuse: bool, frame: Fra
                 f"Python, so it stays at its capture value however often the graph (captured at {rec.site}) "
                 "is replayed; count on the host around replay(), or keep the count in a device tensor")),
                 (id(rec), "side", v.root.label()))
+
+
+def _unwritten(info: TensorInfo) -> bool:
+    t = info.tensor()
+    return t is not None and t._version == info.version
 
 
 def after_replay(rec: GraphRecord, reporter: Reporter) -> None:
@@ -128,40 +149,33 @@ def _rebound_and_freed(rec: GraphRecord, info: TensorInfo, names: list[Binding],
     return None
 
 
-def _rebinds(rec: GraphRecord, bindings: dict[int, list[Binding]], stack: list[FrameType], at: str,
+def _rebinds(rec: GraphRecord, stale: list[TensorInfo], bindings: dict[int, list[Binding]], here: Replay,
              reporter: Reporter) -> None:
-    for info in rec.inputs:
-        if info.is_param:
-            continue
-        names = bindings.get(id(info))
-        if not names:
-            continue
+    for info in stale:
         t = info.tensor()
         if t is None:
             continue
-        for b in names:
-            now = b.read(stack)
+        for b in bindings.get(id(info), ()):
+            now = b.read(here.stack)
             if now is MISSING or now is t or not isinstance(now, torch.Tensor):
                 continue
-            if t._version != info.version:
-                continue  # the captured tensor was written (through another name): refreshed
             label = b.label()
             if tuple(now.shape) != info.shape or now.dtype != info.dtype:
                 reporter.report(Finding("replay-shape-change", (
                     f"static input {label!r} was captured as {info.desc} at {info.captured_at} and is now "
-                    f"{describe(tuple(now.shape), now.dtype)} at this replay ({at}): the graph still reads "
-                    f"the {info.desc} tensor; capture one graph per shape, or copy into a slice of the "
+                    f"{describe(tuple(now.shape), now.dtype)} at this replay ({here.at}): the graph still "
+                    f"reads the {info.desc} tensor; capture one graph per shape, or copy into a slice of the "
                     "static input and pad")), (id(rec), "shape", label))
             else:
                 reporter.report(Finding("replay-rebound-static-input", (
                     f"static input {label!r} ({info.desc}, captured at {info.captured_at}) was rebound to "
-                    f"another tensor and never refreshed before this replay at {at}: the graph still reads "
-                    f"the old tensor; refresh it with {label}.copy_(new)")), (id(rec), "rebound", label))
+                    f"another tensor and never refreshed before this replay at {here.at}: the graph still "
+                    f"reads the old tensor; refresh it with {label}.copy_(new)")), (id(rec), "rebound", label))
 
 
-def _frozen(rec: GraphRecord, values: list[Value], stack: list[FrameType], at: str, reporter: Reporter) -> None:
+def _frozen(rec: GraphRecord, values: list[Value], here: Replay, reporter: Reporter) -> None:
     for v in values:
-        now = v.root.read(stack)
+        now = v.root.read(here.stack) if v.root.kind == "local" else v.root.read([])
         if now is MISSING or not isinstance(now, SCALARS):
             continue
         if type(now) is type(v.value) and now == v.value:
@@ -169,11 +183,11 @@ def _frozen(rec: GraphRecord, values: list[Value], stack: list[FrameType], at: s
         label = v.root.label()
         if v.condition:
             text = (f"branch condition {label!r} at {v.line} ({v.source}) was {v.value!r} when the graph was "
-                    f"captured at {rec.site} and is {now!r} at this replay ({at}): the graph keeps the "
+                    f"captured at {rec.site} and is {now!r} at this replay ({here.at}): the graph keeps the "
                     "branch taken at capture")
         else:
             text = (f"{label!r} was {v.value!r} when the graph was captured at {rec.site} (read at {v.line}: "
-                    f"{v.source}) and is {now!r} at this replay ({at}): the graph keeps using {v.value!r}")
+                    f"{v.source}) and is {now!r} at this replay ({here.at}): the graph keeps using {v.value!r}")
         reporter.report(Finding("replay-frozen-python-scalar", text + (
             "; pass it as a device tensor the graph reads (fill_() it before replay), or capture one graph "
             "per value")), (id(rec), "frozen", label, v.line))
