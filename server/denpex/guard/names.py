@@ -342,13 +342,15 @@ def _scan(text: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]], bool
             break
     chains_read: list[tuple[str, ...]] = []
     chains_written: list[tuple[str, ...]] = []
-    for_targets: set[int] = set()
+    # a `for` target (of a loop or a comprehension) is bound by the line itself wherever it appears in it
+    for_names: set[str] = set()
     for i, w in enumerate(words):
         if w == "for":
             j = i + 1
             while j < len(words) and words[j] != "in":
-                for_targets.add(j)
+                for_names.add(words[j])
                 j += 1
+    for_targets = {i for i, w in enumerate(words) if w in for_names}
     i = 0
     while i < len(toks):
         t = toks[i]

@@ -25,7 +25,18 @@ TRACKED_DEVICES: set[str] = {"cuda"}
 
 # Storages made inside any guarded capture live in a graph's private pool: a later graph that reads one is
 # reading another graph's output, which stays valid while that graph lives (shared pools, forward/backward).
-_pool_storages: set[int] = set()
+# By address, with a weak reference to the storage: once it is gone, the address may be any tensor's.
+_pool_storages: dict[int, weakref.ref[Any]] = {}
+
+
+def _in_pool(ptr: int) -> bool:
+    ref = _pool_storages.get(ptr)
+    if ref is None:
+        return False
+    if ref() is None:
+        del _pool_storages[ptr]
+        return False
+    return True
 
 
 @dataclass(eq=False)
@@ -93,7 +104,7 @@ class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call,misc]
             ptr = storage_ptr(t)
             if ptr is None or ptr == 0 or ptr in self.made or ptr in self.inputs:
                 continue
-            if ptr in _pool_storages:
+            if _in_pool(ptr):
                 continue
             line = line or here(2)
             self.inputs[ptr] = TensorInfo(
@@ -129,7 +140,8 @@ def finish(recorder: Recorder, on_free: Callable[[GraphRecord, TensorInfo], None
         ptr = storage_ptr(t)
         if ptr is None:
             continue
-        _pool_storages.add(ptr)
+        with contextlib.suppress(TypeError):
+            _pool_storages[ptr] = weakref.ref(t.untyped_storage())
         info = TensorInfo(describe(tuple(t.shape), t.dtype), tuple(t.shape), t.dtype, ptr, line, ref)
         rec.outputs.append(info)  # counts start at the first replay: the first steps bind names once
     # views of one output share its storage: keep one per storage, the largest

@@ -67,14 +67,27 @@ def user_frames(frame: FrameType | None, limit: int) -> list[FrameType]:
 _SNAPSHOTS = sys.version_info < (3, 13)
 
 
+_CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED: a function's fast locals; other frames' f_locals is the
+# namespace itself (a module's globals, a class body's namespace, exec's dict) and is never a snapshot
+
+
+def _snapshot_only(frame: FrameType, snap: object) -> bool:
+    """Whether `snap` is the interpreter's cached snapshot of a function's locals that nobody else holds
+    (a program that kept `locals()` holds this very dict: it is left alone). Four references: the frame's,
+    the caller's variable, this function's parameter and getrefcount's own argument."""
+    return (_SNAPSHOTS and bool(frame.f_code.co_flags & _CO_OPTIMIZED) and isinstance(snap, dict)
+            and sys.getrefcount(snap) <= 4)
+
+
 def locals_of(frame: FrameType, *, in_trace: bool = False) -> dict[str, object]:
     """A frame's locals (a module's globals at module level), read without leaving a snapshot behind.
     Inside a trace function the snapshot is the interpreter's own (it writes it back after the call), so
-    it is left alone there; `stop_tracing` empties it once."""
-    if frame.f_code.co_name == "<module>":
-        return frame.f_globals
+    it is left alone there; `drop_snapshot` empties it once tracing stops."""
+    if not frame.f_code.co_flags & _CO_OPTIMIZED:
+        names = frame.f_locals
+        return names if isinstance(names, dict) else dict(names)
     snap = frame.f_locals
-    if in_trace or not _SNAPSHOTS or not isinstance(snap, dict) or snap is frame.f_globals:
+    if in_trace or not _snapshot_only(frame, snap):
         return snap if isinstance(snap, dict) else dict(snap)
     out = dict(snap)
     snap.clear()
@@ -82,11 +95,10 @@ def locals_of(frame: FrameType, *, in_trace: bool = False) -> dict[str, object]:
 
 
 def drop_snapshot(frame: FrameType) -> None:
-    """Empty the locals snapshot a trace left on a frame that is still running."""
-    if _SNAPSHOTS and frame.f_code.co_name != "<module>":
-        snap = frame.f_locals
-        if isinstance(snap, dict) and snap is not frame.f_globals:
-            snap.clear()
+    """Empty the locals snapshot a trace left on a function frame that is still running."""
+    snap = frame.f_locals
+    if _snapshot_only(frame, snap):
+        snap.clear()
 
 
 def where(frame: FrameType | None) -> str:
