@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from denpex.guard.names import MISSING, SCALARS, Binding, Stack, Value
+from denpex.guard.names import MISSING, SCALARS, Binding, Stack, Value, bindings_of
 from denpex.guard.record import GraphRecord, TensorInfo, held, storage_ptr
 from denpex.guard.report import Finding, Reporter, describe
 from denpex.guard.sites import locals_of, user_frames, where
@@ -67,6 +67,8 @@ class Replay:
 
 def before_replay(rec: GraphRecord, reporter: Reporter, refuse: bool, frame: FrameType | None) -> None:
     here = Replay(frame)
+    if rec.replays == 0 and rec.kind == "graph":
+        _learn_names(rec, here)
     bindings: dict[int, list[Binding]] = rec.extra.get("bindings", {})
     for info in rec.freed:
         f = _rebound_and_freed(rec, info, bindings.get(id(info), []), here.stack, here.at) or Finding(
@@ -99,6 +101,26 @@ def before_replay(rec: GraphRecord, reporter: Reporter, refuse: bool, frame: Fra
                 f"Python, so it stays at its capture value however often the graph (captured at {rec.site}) "
                 "is replayed; count on the host around replay(), or keep the count in a device tensor")),
                 (id(rec), "side", v.root.label()))
+
+
+def _learn_names(rec: GraphRecord, here: Replay) -> None:
+    """At the first replay, the names the replaying code holds the static inputs under: a capture helper
+    that returned its static tensors left no names the capture could see."""
+    bindings: dict[int, list[Binding]] = rec.extra.setdefault("bindings", {})
+    by_tensor = {id(t): t for info in rec.inputs if not info.is_param and (t := info.tensor()) is not None}
+    if not by_tensor or not here.stack:
+        return
+    found = bindings_of(by_tensor, here.stack[0])
+    bound: list[TensorInfo] = rec.extra.setdefault("bound", [])
+    for info in rec.inputs:
+        t = info.tensor()
+        names = found.get(id(t)) if t is not None else None
+        if not names:
+            continue
+        known = bindings.setdefault(id(info), [])
+        known.extend(b for b in names if b not in known)
+        if info not in bound:
+            bound.append(info)
 
 
 def _unwritten(info: TensorInfo) -> bool:
