@@ -41,10 +41,11 @@ def moved_message(rec: GraphRecord, info: TensorInfo, at: str) -> str:
             "address: re-capture after moving tensors")
 
 
-# Parameters are the bulk of a big graph's inputs and are almost never moved in place (resize_, set_);
-# their storages are polled every this many replays, other inputs at every replay (freeing is seen at once,
-# by the storage callbacks, for all of them).
-PARAM_POLL = 32
+# Freeing is seen at once for every input (storage callbacks); a move in place (resize_, set_) only by
+# reading the address. A replay reads at most this many inputs' addresses, in turn, so a big graph costs
+# the same per replay as a small one and each of its inputs is read every ceil(n / POLL) replays (the
+# first replay reads them all).
+POLL = 16
 
 
 class Replay:
@@ -76,13 +77,20 @@ def before_replay(rec: GraphRecord, reporter: Reporter, refuse: bool, frame: Fra
         if refuse:
             reporter.refuse(f, (id(rec), "freed", info.ptr))
         reporter.report(f, (id(rec), "freed", info.ptr))
-    polled = rec.inputs if rec.replays % PARAM_POLL == 0 else rec.extra.get("polled", rec.inputs)
-    for info in polled:
+    order: list[TensorInfo] = rec.extra.get("polled", rec.inputs)
+    if rec.replays == 0 or len(order) <= POLL:
+        turn = order
+    else:
+        start = (rec.replays * POLL) % len(order)
+        turn = order[start:start + POLL] + order[:max(0, start + POLL - len(order))]
+    for info in turn:
         t = info.tensor()
         if t is None or info in rec.freed:
             continue
-        ptr = storage_ptr(t)
-        if ptr is not None and ptr != info.ptr:
+        if t.data_ptr() != info.tptr:
+            ptr = storage_ptr(t)
+            if ptr is None or ptr == info.ptr:
+                continue  # the same storage, another view offset: not a move
             f = Finding("replay-rebound-static-input", moved_message(rec, info, here.at))
             if refuse:
                 reporter.refuse(f, (id(rec), "moved", info.ptr))

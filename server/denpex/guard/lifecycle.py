@@ -71,7 +71,7 @@ def end(state: State, graph: Any, frame: FrameType | None) -> None:
             if (t := info.tensor()) is not None and id(t) in found}
     bound = rec.extra.get("bindings", {})
     rec.extra["bound"] = [info for info in rec.inputs if id(info) in bound]
-    rec.extra["polled"] = [info for info in rec.inputs if not info.is_param]
+    rec.extra["polled"] = sorted(rec.inputs, key=lambda info: info.is_param)
     if tracer is not None:
         rec.extra["frozen"] = tracer.frozen()
         rec.extra["side_effects"] = tracer.side_effects()

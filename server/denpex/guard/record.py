@@ -52,6 +52,7 @@ class TensorInfo:
     alloc_at: str | None = None
     freed_at: str | None = None
     version: int = 0  # the tensor's version counter at the last replay (or at capture end)
+    tptr: int = 0  # the tensor's own data pointer at capture (cheaper to read again than the storage's)
     counts: list[int] = field(default_factory=list)  # outputs: references held at each replay
 
 
@@ -131,6 +132,7 @@ def finish(recorder: Recorder, on_free: Callable[[GraphRecord, TensorInfo], None
         if t is None:
             continue  # a temporary made and dropped before the capture (a view of an input stays)
         info.version = t._version
+        info.tptr = t.data_ptr()
         rec.inputs.append(info)
         watch(rec, info, t, on_free)
     for ref, line in recorder.outputs.values():
