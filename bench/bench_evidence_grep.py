@@ -4,6 +4,12 @@
     python bench/bench_evidence_grep.py --size-mb 128 --ranks 200        # a quick look
     python bench/bench_evidence_grep.py --baseline /tmp/old               # also time an older tree
     python bench/bench_evidence_grep.py --signatures                      # and ripgrep on denpex's literals
+    python bench/bench_evidence_grep.py --shape benign-errors --shape no-failure --repeat 5
+
+``--shape NAME`` (repeatable) times one 1 GiB file per log shape instead of the default log and folder:
+``gen_log`` (bench/gen_log.py's log, a rule names its failure), ``benign-errors`` (a healthy run whose
+lines are full of error words, bench/gen_shapes.py) and ``no-failure`` (gen_log's log cut before its
+failure); the last two have no verdict, and their first-error answer is checked instead.
 
 ``--baseline DIR`` times a second copy of denpex in the same run (``DIR/server`` first on
 PYTHONPATH, e.g. ``git archive HEAD~3 server rules | tar -x -C DIR``), to give before/after
@@ -41,8 +47,11 @@ sys.path.insert(0, str(HERE))
 from bench_diagnose import _load, denpex_cmd, ensure_log, warm  # noqa: E402
 from gen_folder import GENERATOR_VERSION as FOLDER_VERSION  # noqa: E402
 from gen_folder import ExpectedFolder, generate  # noqa: E402
+from gen_shapes import GENERATOR_VERSION as SHAPES_VERSION  # noqa: E402
+from gen_shapes import ShapeExpected, benign_errors, no_failure  # noqa: E402
 
 PEER = ["-n", "-i", "error|exception|timeout|failed"]
+SHAPES = ("gen_log", "benign-errors", "no-failure")
 TARGET_RATIO = 1.0
 TARGET_RSS_MB = 200.0
 
@@ -153,6 +162,45 @@ def check(doc: dict[str, Any], rule: str, rank: int, line: int, file: str | None
     return errs
 
 
+def check_shape(doc: dict[str, Any], exp: ShapeExpected) -> list[str]:
+    """A shape with no failure a rule knows: no verdict, and the first-error answer the generator expects."""
+    errs = []
+    v = doc.get("verdict")
+    if (v or {}).get("rule") != exp.verdict:
+        errs.append(f"verdict {(v or {}).get('rule')!r} != {exp.verdict!r}")
+    fe = doc.get("first_error")
+    if exp.first_error is None:
+        if fe is not None:
+            errs.append(f"first_error {fe.get('found')!r} {fe.get('text')!r}: expected none")
+    elif fe is None:
+        errs.append(f"no first_error: expected {exp.first_error}")
+    else:
+        errs += [f"first_error {k} {fe.get(k)!r} != {want!r}" for k, want in exp.first_error.items()
+                 if fe.get(k) != want]
+    return errs
+
+
+def ensure_shape(shape: str, size_mb: float, seed: int, data_dir: Path) -> ShapeExpected:
+    """The shape's 1 GiB file in data_dir, generated once (reused while its generator and size match)."""
+    path = data_dir / f"{shape}-{size_mb:g}mb-s{seed}.log"
+    meta = path.with_suffix(".json")
+    if path.exists() and meta.exists():
+        try:
+            m = json.loads(meta.read_text())
+            if m.get("generator_version") == SHAPES_VERSION and m.get("bytes") == path.stat().st_size:
+                return ShapeExpected(**m)
+        except (ValueError, TypeError):
+            pass
+    print(f"generating {path} ({shape}, {size_mb:g} MiB, seed {seed}) ...", file=sys.stderr, flush=True)
+    if shape == "benign-errors":
+        exp = benign_errors(path, int(size_mb * (1 << 20)), seed)
+    else:
+        src = ensure_log(size_mb, seed, data_dir)
+        exp = no_failure(src.path, path, seed)
+    meta.write_text(json.dumps(asdict(exp), indent=1))
+    return exp
+
+
 def _baseline_env(src: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(src / "server"), *filter(None, [env.get("PYTHONPATH")])])
@@ -160,34 +208,40 @@ def _baseline_env(src: Path) -> dict[str, str]:
 
 
 def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file: str | None,
-         baseline: Path | None = None, signatures: Path | None = None) -> dict[str, Any]:
+         baseline: Path | None = None, signatures: Path | None = None,
+         checker: Any = None, baseline_runs: int | None = None) -> dict[str, Any]:
+    """Best-of-repeat timings of ripgrep, denpex (and the baseline tree, in the first baseline_runs
+    rounds), alternating in each round. checker(doc) -> errors replaces the rule/rank/line check."""
+    def verdict_errors(doc: dict[str, Any]) -> list[str]:
+        return checker(doc) if checker is not None else check(doc, rule, rank, line, file)
+
     peer = [rg, *PEER, path]
     sig = [rg, "-n", "-F", "-f", str(signatures), path] if signatures is not None else None
     dx = [*denpex_cmd(), "diagnose", path, "--format", "json"]
     old = [sys.executable, "-m", "denpex", "diagnose", path, "--format", "json"]
     old_env = _baseline_env(baseline) if baseline is not None else None
     mem = {"peer": timed(peer, (0, 1), sample=True), "denpex": timed(dx, (0, 1), sample=True)}
-    if old_env is not None:
+    if old_env is not None and baseline_runs != 0:
         mem["before"] = timed(old, (0, 1), old_env, sample=True)
     rows: dict[str, list[dict[str, Any]]] = {"peer": [], "denpex": []}
-    if old_env is not None:
+    if old_env is not None and baseline_runs != 0:
         rows["before"] = []
     if sig is not None:
         rows["signatures"] = []
     errors: list[str] = []
     doc: dict[str, Any] = {}
-    for _ in range(repeat):
+    for i in range(repeat):
         rows["peer"].append(timed(peer, (0, 1)))
         if sig is not None:
             rows["signatures"].append(timed(sig, (0, 1)))
         r = timed(dx, (0, 1))
         rows["denpex"].append(r)
         doc = json.loads(r["stdout"])
-        errors = check(doc, rule, rank, line, file)
-        if old_env is not None:
+        errors = verdict_errors(doc)
+        if old_env is not None and (baseline_runs is None or i < baseline_runs):
             rb = timed(old, (0, 1), old_env)
             rows["before"].append(rb)
-            errors += [f"before: {e}" for e in check(json.loads(rb["stdout"]), rule, rank, line, file)]
+            errors += [f"before: {e}" for e in verdict_errors(json.loads(rb["stdout"]))]
             if json.loads(rb["stdout"]) != doc:  # the document, not its layout (files one per line)
                 errors.append("before and after print different reports")
         if errors:
@@ -204,7 +258,9 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
                    "best_s": round(best["denpex"], 3),
                    "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["denpex"]), 1),
                    "tree_mb": round(mem["denpex"]["tree_mb"], 1),
-                   "verdict": {k: v.get(k) for k in ("rule", "rank", "line", "file", "ordered_by")}},
+                   "verdict": {k: v.get(k) for k in ("rule", "rank", "line", "file", "ordered_by")},
+                   "first_error": ({k: fe.get(k) for k in ("found", "line", "kind", "text")}
+                                   if (fe := doc.get("first_error")) is not None else None)},
         "ratio": round(best["denpex"] / best["peer"], 2),
         "median_ratio": round(med["denpex"] / med["peer"], 2),
         "errors": errors,
@@ -244,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="a source tree (with server/ and rules/) to time as 'before' in the same run")
     ap.add_argument("--signatures", action="store_true",
                     help="also time `rg -n -F -f` over denpex's own literal signatures (ripgrep doing denpex's search)")
+    ap.add_argument("--shape", action="append", choices=SHAPES, default=None,
+                    help="time this log shape (repeatable) instead of the default log and folder")
+    ap.add_argument("--baseline-runs", type=int, default=None,
+                    help="time the baseline in the first N rounds only (a slow tree; default: every round)")
     args = ap.parse_args(argv)
     rg = args.rg or shutil.which("rg")
     if not rg:
@@ -253,12 +313,26 @@ def main(argv: list[str] | None = None) -> int:
     load_before = _load()
     results: dict[str, Any] = {}
     sigs = write_signatures(args.data_dir / "signatures.txt") if args.signatures else None
-    if args.only in (None, "file"):
+    for shape in args.shape or []:
+        if shape == "gen_log":
+            exp = ensure_log(args.size_mb, args.seed, args.data_dir)
+            warm(Path(exp.path))
+            results[shape] = duel(exp.path, rg, args.repeat, exp.rule, exp.rank, exp.line, None, args.baseline,
+                                  sigs, baseline_runs=args.baseline_runs)
+            results[shape]["input"] = {"mib": round(exp.bytes / (1 << 20), 1), "lines": exp.lines,
+                                       "ranks": exp.ranks}
+            continue
+        sexp = ensure_shape(shape, args.size_mb, args.seed, args.data_dir)
+        warm(Path(sexp.path))
+        results[shape] = duel(sexp.path, rg, args.repeat, "", 0, 0, None, args.baseline, sigs,
+                              checker=lambda doc, e=sexp: check_shape(doc, e), baseline_runs=args.baseline_runs)
+        results[shape]["input"] = {"mib": round(sexp.bytes / (1 << 20), 1), "lines": sexp.lines, "shape": shape}
+    if not args.shape and args.only in (None, "file"):
         exp = ensure_log(args.size_mb, args.seed, args.data_dir)
         warm(Path(exp.path))
         results["file"] = duel(exp.path, rg, args.repeat, exp.rule, exp.rank, exp.line, None, args.baseline, sigs)
         results["file"]["input"] = {"mib": round(exp.bytes / (1 << 20), 1), "lines": exp.lines, "ranks": exp.ranks}
-    if args.only in (None, "folder"):
+    if not args.shape and args.only in (None, "folder"):
         root = args.data_dir / f"job-{args.ranks}r-{args.size_mb:g}mb"
         fexp = ensure_folder(root, args.ranks, args.size_mb, args.seed)
         for f in sorted(root.rglob("*.log")):
@@ -291,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load     before {load_before['loadavg']}  after {load_after['loadavg']}  ({load_before['cpus']} CPUs)"
           f"  native key search: {'yes' if native_search else 'no (the crate passes)'}")
     for name, r in results.items():
-        print(f"{name:7} {r['input']}")
+        print(f"{name:7} {r['input']}  first_error {r['denpex'].get('first_error')}")
         for who in ("peer", "signatures", "denpex", "before"):
             if who not in r:
                 continue
