@@ -158,6 +158,21 @@ def test_runner_class_with_a_graph_per_batch_size_refreshed_in_place(program: Pr
     assert run.printed("RAN") == ["9"]
 
 
+def test_name_rebound_to_a_view_of_the_static_input(program: Program) -> None:
+    # `static = static.view(2, 4)` names the same memory the graph reads: not a rebind, not a shape change
+    run = program("""
+        static = torch.randn(8)
+        g = FakeGraph()
+        g.capture_begin()
+        y = static * 2
+        g.capture_end()
+        static = static.view(2, 4)
+        for _ in range(3):
+            g.replay()
+    """, refuse=True)
+    clean(run)
+
+
 def test_name_reused_after_the_capture_for_a_non_tensor(program: Program) -> None:
     # `x` held the static input at capture; afterwards it names a string, and the tensor lives on (in
     # `keep`) and is refreshed there: the graph reads what the program means

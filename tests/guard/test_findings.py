@@ -380,10 +380,11 @@ for _ in range(2):
         "one graph per value")
 
 
-@pytest.mark.parametrize("counter", ["global", "self-attr"])
+@pytest.mark.parametrize("counter", ["global", "global-spelt-out", "self-attr"])
 def test_counter_incremented_inside_the_capture(program: Program, counter: str) -> None:
-    if counter == "global":
-        body = """
+    if counter.startswith("global"):
+        source = "steps += 1" if counter == "global" else "steps = steps + 1"
+        body = f"""
             steps = 0
             static_x = torch.randn(8)
             g = FakeGraph()
@@ -391,10 +392,10 @@ def test_counter_incremented_inside_the_capture(program: Program, counter: str) 
             g.capture_begin()
             y = static_x * 2
             # @count
-            steps += 1
+            {source}
             g.capture_end()
         """
-        label, source = "steps", "steps += 1"
+        label = "steps"
     else:
         body = """
             class Trainer:

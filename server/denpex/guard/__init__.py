@@ -136,16 +136,17 @@ def pytest_configure(config: Any) -> None:
 
 def pytest_runtest_call(item: Any) -> Any:
     before = len(findings())
-    yield
+    result = yield
     new = findings()[before:]
     if new:
         import pytest
 
         pytest.fail("denpex guard:\n" + "\n".join(f.line() for f in new), pytrace=False)
+    return result
 
 
-# what pluggy's HookimplMarker(hookwrapper=True) sets, without importing pytest into every guarded program
+# what pluggy's HookimplMarker(wrapper=True) sets, without importing pytest into every guarded program
 pytest_runtest_call.pytest_impl = {  # type: ignore[attr-defined]
-    "wrapper": False, "hookwrapper": True, "optionalhook": False, "tryfirst": False, "trylast": False,
+    "wrapper": True, "hookwrapper": False, "optionalhook": False, "tryfirst": False, "trylast": False,
     "specname": None,
 }

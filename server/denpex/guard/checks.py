@@ -189,6 +189,8 @@ def _rebinds(rec: GraphRecord, stale: list[TensorInfo], bindings: dict[int, list
             now = b.read(here.stack)
             if now is MISSING or now is t or not isinstance(now, torch.Tensor):
                 continue
+            if storage_ptr(now) == info.ptr:
+                continue  # a view of the captured tensor (static.view(...)): the graph reads that memory
             label = b.label()
             if tuple(now.shape) != info.shape or now.dtype != info.dtype:
                 reporter.report(Finding("replay-shape-change", (

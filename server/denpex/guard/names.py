@@ -235,7 +235,8 @@ class Tracer:
         if parsed is None:
             return
         reads, writes, is_condition, text = parsed
-        augmented = text.split("#", 1)[0].rstrip().find("=") > 0 and any(op in text for op in _AUG)
+        code_text = text.split("#", 1)[0]
+        augmented = any(op in code_text for op in _AUG)
         module_level = code.co_name == "<module>"
         where = f"{code.co_filename}:{frame.f_lineno}"
         for chain in writes:
@@ -249,7 +250,9 @@ class Tracer:
                         self.values[key] = Value(root, value, where, False, assigned=True, source=text)
                     if key in self.values:
                         self.values[key].assigned = True
-                        self.values[key].counter |= augmented
+                        # `steps += 1`, or `steps = steps + 1`: the line reads what it writes
+                        self.values[key].counter |= augmented or (chain in reads and ("+" in code_text
+                                                                                      or "-" in code_text))
                         self.values[key].line = where
         for chain in reads:
             root = self._root(frame, chain, module_level)
