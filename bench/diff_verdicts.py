@@ -2,6 +2,7 @@
 
     python bench/diff_verdicts.py --baseline /tmp/base                # this checkout against an older tree
     python bench/diff_verdicts.py --baseline /tmp/base --tree /tmp/new --out /tmp/diff.json
+    python bench/diff_verdicts.py --baseline /tmp/base --first-error     # first_error blocks compared too
 
 Each tree runs as its own process (``PYTHONPATH=TREE/server python -m denpex diagnose FILE --format json``),
 so each reads its own rule book (``TREE/rules``). Compared per log: the verdict (rule, line, rank, confidence,
@@ -47,11 +48,14 @@ def diagnose(tree: Path, path: Path) -> tuple[int, dict[str, Any] | None, str]:
     return r.returncode, doc, ""
 
 
-def comparable(doc: dict[str, Any] | None) -> dict[str, Any]:
+def comparable(doc: dict[str, Any] | None, first_error: bool = False) -> dict[str, Any]:
     if doc is None:
         return {}
-    return {"summary": doc.get("summary"), "verdict": doc.get("verdict"), "findings": doc.get("findings"),
-            "warnings": doc.get("warnings")}
+    out = {"summary": doc.get("summary"), "verdict": doc.get("verdict"), "findings": doc.get("findings"),
+           "warnings": doc.get("warnings")}
+    if first_error:  # the whole first-error block too: a change that should leave every answer as it was
+        out["first_error"] = doc.get("first_error")
+    return out
 
 
 def main() -> int:
@@ -59,6 +63,9 @@ def main() -> int:
     ap.add_argument("--baseline", type=Path, required=True, help="the tree before the change (a checkout)")
     ap.add_argument("--tree", type=Path, default=REPO, help="the tree after it (default: this checkout)")
     ap.add_argument("--out", type=Path, default=None, help="write every difference here as JSON")
+    ap.add_argument("--first-error", action="store_true",
+                    help="also compare the first_error blocks (line, text, context, collateral ...): "
+                         "for a change that must not move any answer")
     ap.add_argument("paths", nargs="*", type=Path, help="folders of logs (default: tests/data, examples)")
     args = ap.parse_args()
     files = logs(args.paths or [REPO / "tests" / "data", REPO / "examples"])
@@ -75,7 +82,7 @@ def main() -> int:
         if d0 is None or d1 is None:
             changed.append({"file": rel, "error_before": e0, "error_after": e1})
             continue
-        a, b = comparable(d0), comparable(d1)
+        a, b = comparable(d0, args.first_error), comparable(d1, args.first_error)
         fe = d1.get("first_error")
         if fe is not None and d0.get("first_error") is None and a["verdict"] is None:
             a.pop("summary"), b.pop("summary")  # "nothing found" becomes the first-error answer's summary

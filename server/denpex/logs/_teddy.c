@@ -295,10 +295,227 @@ static PyTypeObject SearcherType = {
     .tp_methods = Searcher_methods,
 };
 
+/* loud(buffer[, length]) -> offset of the first byte where a line may hold a first-error candidate, or -1.
+ *
+ * denpex.logs.first_error skips a chunk whose lines cannot change its answer; this is the part of that
+ * test that literal keys cannot express (the literal shapes are a Searcher's keys). It is a superset,
+ * byte by byte, of what the pass's patterns need in the cleaned text: bytes the cleaning removes or
+ * changes (control bytes, ESC, the C1 CSI/OSC forms, a colour code left without its ESC: removing
+ * them can join two pieces into a new word); an ERROR / FATAL / CRITICAL level word (not followed by
+ * [A-Za-z0-9_]); a glog or bracketed E/F level ("E1201 ", "[E:", "E file.cc:12]", "x E 2024-");
+ * "error" in any case followed by the separators of an error code and a digit; "(" two digits ")".
+ * A byte >= 0x80 stands for any non-ASCII character (a Unicode digit, space or non-word character),
+ * so every test passes on it where the pattern could. */
+enum { C_NONE = 0, C_DIRTY, C_C2, C_BRACKET, C_E, C_F, C_C, C_LOWE, C_PAREN };
+static uint8_t loud_class[256];
+
+static void loud_init(void) {
+    for (int b = 0; b < 0x20; b++) loud_class[b] = C_DIRTY;
+    loud_class['\t'] = loud_class['\n'] = loud_class['\r'] = C_NONE;
+    loud_class[0x7f] = C_DIRTY;
+    loud_class[0xc2] = C_C2;
+    loud_class['['] = C_BRACKET;
+    loud_class['E'] = C_E;
+    loud_class['F'] = C_F;
+    loud_class['C'] = C_C;
+    loud_class['e'] = C_LOWE;
+    loud_class['('] = C_PAREN;
+}
+
+static int is_digitish(uint8_t b) { return (b >= '0' && b <= '9') || b >= 0x80; }
+static int is_word(uint8_t b) {
+    return (b >= '0' && b <= '9') || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') || b == '_';
+}
+static int is_space(uint8_t b) { return b == ' ' || b == '\t' || b == '\r' || b == '\n'; }
+static int is_pathish(uint8_t b) {
+    return is_word(b) || b == '.' || b == '/' || b == '<' || b == '>' || b == '-' || b >= 0x80;
+}
+static int ci_eq(const uint8_t *p, const char *lower, Py_ssize_t k) {
+    for (Py_ssize_t j = 0; j < k; j++)
+        if ((p[j] | 0x20) != (uint8_t)lower[j]) return 0;
+    return 1;
+}
+
+/* the level word w (of length k) at i, not followed by a word byte */
+static int level_at(const uint8_t *buf, Py_ssize_t n, Py_ssize_t i, const char *w, Py_ssize_t k) {
+    return i + k <= n && memcmp(buf + i, w, (size_t)k) == 0 && (i + k == n || !is_word(buf[i + k]));
+}
+
+/* glog-like E/F level at i (buf[i] is 'E' or 'F') */
+static int glog_at(const uint8_t *buf, Py_ssize_t n, Py_ssize_t i) {
+    Py_ssize_t j = i + 1;
+    int wide = 0;
+    while (j < n && is_digitish(buf[j])) wide |= buf[j++] >= 0x80;
+    if (j - i - 1 >= 3 && (wide || (j < n && is_space(buf[j])))) return 1;  /* E1201 08:15:03 ..., [E1201 */
+    if (wide && j - i - 1 >= 2) return 1;
+    if (i + 1 < n && buf[i + 1] == ' ') {  /* [x E 2024-...] */
+        j = i + 2;
+        while (j < n && is_digitish(buf[j])) j++;
+        if (j - i - 2 >= 4 && j < n && buf[j] == '-') return 1;
+    }
+    if (i + 1 < n && (buf[i + 1] == ' ' || buf[i + 1] == '\t' || buf[i + 1] >= 0x80)) {  /* E file.cc:12] */
+        j = i + 2;
+        Py_ssize_t from = j;
+        while (j < n && is_pathish(buf[j])) j++;
+        if (j > from || buf[i + 1] >= 0x80) {
+            if (j < n && buf[j] == ':') {
+                Py_ssize_t d = ++j;
+                while (j < n && is_digitish(buf[j])) j++;
+                if (j > d && j < n && buf[j] == ']') return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* "error" (any case) at i, then the separators an error code allows, then a digit */
+static int error_code_at(const uint8_t *buf, Py_ssize_t n, Py_ssize_t i) {
+    if (i + 5 > n || !ci_eq(buf + i, "error", 5)) return 0;
+    Py_ssize_t j = i + 5;
+    while (j < n) {
+        uint8_t b = buf[j];
+        if (b >= 0x80 || (b >= '0' && b <= '9')) return 1;
+        if (b == ' ' || b == '\t' || b == ':' || b == '=' || b == '#' || b == '(' || b == '-') {
+            j++;
+        } else if (j + 4 <= n && ci_eq(buf + j, "code", 4)) {
+            j += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* the test at position i, whose byte is of a class other than C_NONE */
+static int loud_at(const uint8_t *buf, Py_ssize_t n, Py_ssize_t i) {
+    switch (loud_class[buf[i]]) {
+    case C_DIRTY:
+        return 1;
+    case C_C2:
+        return i + 1 < n && (buf[i + 1] == 0x9b || buf[i + 1] == 0x9d);
+    case C_BRACKET: {
+        Py_ssize_t j = i + 1;
+        while (j < n && (is_digitish(buf[j]) || buf[j] == ';')) j++;
+        if (j < n && (buf[j] == 'm' || buf[j] == 'K')) return 1;  /* [0m, [1;31m, [K */
+        return i + 2 < n && (buf[i + 1] == 'E' || buf[i + 1] == 'F') && buf[i + 2] == ':';
+    }
+    case C_E:
+        return level_at(buf, n, i, "ERROR", 5) || glog_at(buf, n, i) || error_code_at(buf, n, i);
+    case C_F:
+        return level_at(buf, n, i, "FATAL", 5) || glog_at(buf, n, i);
+    case C_C:
+        return level_at(buf, n, i, "CRITICAL", 8);
+    case C_LOWE:
+        return error_code_at(buf, n, i);
+    case C_PAREN: {
+        Py_ssize_t j = i + 1;
+        while (j < n && is_digitish(buf[j])) j++;
+        return j - i - 1 >= 2 && j < n && buf[j] == ')';
+    }
+    default:
+        return 0;
+    }
+}
+
+static Py_ssize_t loud_scalar(const uint8_t *buf, Py_ssize_t n, Py_ssize_t i) {
+    for (; i < n; i++)
+        if (loud_class[buf[i]] != C_NONE && loud_at(buf, n, i)) return i;
+    return -1;
+}
+
+#if DENPEX_AVX2
+/* Per 32-byte block, the positions where loud_at can hold (a superset: its first bytes, with the
+ * byte after them where that narrows it), then loud_at at each. */
+__attribute__((target("avx2,bmi")))
+static Py_ssize_t loud_avx2(const uint8_t *buf, Py_ssize_t n) {
+#define B(c) _mm256_set1_epi8((char)(c))
+#define EQ(v, c) _mm256_cmpeq_epi8((v), B(c))
+    const __m256i zero = _mm256_setzero_si256();
+    Py_ssize_t p = 0;
+    for (; p + 32 + 4 <= n; p += 32) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(buf + p));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(buf + p + 1));
+        __m256i v2 = _mm256_loadu_si256((const __m256i *)(buf + p + 2));
+        __m256i high1 = _mm256_cmpgt_epi8(zero, v1);  /* byte after >= 0x80 */
+        __m256i digit1 = _mm256_and_si256(_mm256_cmpgt_epi8(v1, B('0' - 1)), _mm256_cmpgt_epi8(B('9' + 1), v1));
+        __m256i space1 = _mm256_or_si256(EQ(v1, ' '), EQ(v1, '\t'));
+        /* control bytes other than tab, newline, CR; DEL; the C1 lead byte */
+        __m256i ctl = _mm256_cmpeq_epi8(_mm256_and_si256(v0, B(0xE0)), zero);
+        ctl = _mm256_andnot_si256(_mm256_or_si256(_mm256_or_si256(EQ(v0, '\t'), EQ(v0, '\n')), EQ(v0, '\r')), ctl);
+        __m256i m = _mm256_or_si256(_mm256_or_si256(ctl, EQ(v0, 0x7f)), EQ(v0, 0xc2));
+        __m256i num1 = _mm256_or_si256(digit1, high1);
+        /* [ then a digit, ';', m, K, >= 0x80, or E/F then ':' */
+        __m256i br = _mm256_or_si256(_mm256_or_si256(num1, EQ(v1, ';')), _mm256_or_si256(EQ(v1, 'm'), EQ(v1, 'K')));
+        br = _mm256_or_si256(br, _mm256_and_si256(_mm256_or_si256(EQ(v1, 'E'), EQ(v1, 'F')), EQ(v2, ':')));
+        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, '['), br));
+        /* ( then a digit or >= 0x80 */
+        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, '('), num1));
+        /* E / F then a digit, space, tab or >= 0x80 (glog), ERROR, FATAL, CRITICAL */
+        __m256i glog1 = _mm256_or_si256(num1, space1);
+        __m256i ef = _mm256_or_si256(EQ(v0, 'E'), EQ(v0, 'F'));
+        m = _mm256_or_si256(m, _mm256_and_si256(ef, glog1));
+        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, 'E'), EQ(v1, 'R')));
+        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, 'F'), EQ(v1, 'A')));
+        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, 'C'), EQ(v1, 'R')));
+        /* "error" in any case */
+        __m256i v3 = _mm256_loadu_si256((const __m256i *)(buf + p + 3));
+        __m256i v4 = _mm256_loadu_si256((const __m256i *)(buf + p + 4));
+        __m256i low = B(0x20);
+        __m256i err = _mm256_and_si256(EQ(_mm256_or_si256(v0, low), 'e'), EQ(_mm256_or_si256(v1, low), 'r'));
+        err = _mm256_and_si256(err, EQ(_mm256_or_si256(v2, low), 'r'));
+        err = _mm256_and_si256(err, _mm256_and_si256(EQ(_mm256_or_si256(v3, low), 'o'), EQ(_mm256_or_si256(v4, low), 'r')));
+        m = _mm256_or_si256(m, err);
+        unsigned cand = (unsigned)_mm256_movemask_epi8(m);
+        while (cand) {
+            int k = __builtin_ctz(cand);
+            cand &= cand - 1;
+            if (loud_at(buf, n, p + k)) return p + k;
+        }
+    }
+#undef EQ
+#undef B
+    return loud_scalar(buf, n, p);
+}
+#endif
+
+static Py_ssize_t loud_scan(const uint8_t *buf, Py_ssize_t n) {
+#if DENPEX_AVX2
+    if (use_avx2) return loud_avx2(buf, n);
+#endif
+    return loud_scalar(buf, n, 0);
+}
+
+static PyObject *loud(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "loud(buffer[, length])");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Py_ssize_t n = view.len;
+    if (nargs == 2) {
+        Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+        if (limit == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        if (limit >= 0 && limit < n) n = limit;
+    }
+    Py_ssize_t at;
+    Py_BEGIN_ALLOW_THREADS
+    at = loud_scan((const uint8_t *)view.buf, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(at);
+}
+
 static PyObject *simd(PyObject *module, PyObject *unused) { return PyBool_FromLong(use_avx2); }
 
 static PyMethodDef module_methods[] = {
     {"simd", simd, METH_NOARGS, "Whether scans use AVX2 (else one position at a time)."},
+    {"loud", (PyCFunction)(void (*)(void))loud, METH_FASTCALL,
+     "loud(buffer[, length]) -> offset of the first byte where a first-error candidate may start, or -1"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef teddy_module = {PyModuleDef_HEAD_INIT, "denpex.logs._teddy", NULL, -1, module_methods};
@@ -307,6 +524,7 @@ PyMODINIT_FUNC PyInit__teddy(void) {
 #if DENPEX_AVX2
     use_avx2 = have_avx2();
 #endif
+    loud_init();
     if (PyType_Ready(&SearcherType) < 0) return NULL;
     PyObject *m = PyModule_Create(&teddy_module);
     if (m == NULL) return NULL;

@@ -70,6 +70,24 @@ KEYS: tuple[bytes, ...] = (
     _END.encode(),
 )
 
+# A chunk of the log whose lines cannot change the answer is not read line by line (chunk_is_quiet):
+# while no traceback is open and no candidate waits for its event, a line matters only if it is a
+# candidate or opens a traceback, and each of those needs, in its cleaned text, one of these literals
+# (an exception name's suffix, a status, an assertion or check, a signal, a bare "Error:"/"Fatal:",
+# a traceback header, a raise line) or a shape that native.loud finds (a level word or glog letter of
+# an error record, an error code, and the bytes whose cleaning could join text into a new word).
+SHAPE_KEYS: tuple[bytes, ...] = (
+    b"Error", b"Exception", b"Failure", b"Fault", b"what():", b"panic", b"Fatal",
+    b"INTERNAL:", b"INVALID_ARGUMENT:", b"FAILED_PRECONDITION:", b"RESOURCE_EXHAUSTED:", b"UNIMPLEMENTED:",
+    b"UNAVAILABLE:", b"DEADLINE_EXCEEDED:", b"ABORTED:", b"NOT_FOUND:", b"OUT_OF_RANGE:", b"DATA_LOSS:",
+    b"UNKNOWN:", b"PERMISSION_DENIED:", b"UNAUTHENTICATED:", b"ALREADY_EXISTS:",
+    b"Assertion", b"ASSERT", b"Check failed", b"RET_CHECK failure", b"Failed:", b"FAILED:",
+    b"Segmentation fault", b"SIGSEGV", b"SIGBUS", b"SIGILL", b"SIGFPE", b"SIGABRT", b"ignal ", b"Bus error",
+    b"Illegal instruction", b"Floating point exception", b"Aborted", b"MPI_ABORT", b"MPI_Abort",
+    b"Traceback (most recent call last)", b"raise ",
+)
+SKIP_QUIET = True  # tests turn it off to compare with a pass that reads every chunk
+
 _LEVELS = {"DEBUG": "debug", "TRACE": "debug", "INFO": "info", "NOTICE": "info", "WARN": "warning",
            "WARNING": "warning", "ERROR": "error", "FATAL": "fatal", "CRITICAL": "fatal",
            "I": "info", "W": "warning", "E": "error", "F": "fatal"}
@@ -228,22 +246,43 @@ def collateral_reason(msg: str, hits: list[Hit]) -> str | None:
 class _Keys:
     """The scanner's key search over the structural keys (the native one-pass search where it is built,
     which also counts the newlines, else the crate's); match_text is the rule book's own, so each
-    candidate line also says which rule (if any) calls it collateral."""
+    candidate line also says which rule (if any) calls it collateral. With a collector that is idle
+    (no traceback open, no candidate waiting), a chunk that chunk_is_quiet finds quiet yields no line."""
 
     _search: ahocorasick_rs.BytesAhoCorasick | None = None
     _native: native.Searcher | None = None
+    _shapes: native.Searcher | None = None
+    _loud: Any = None
     _planned = False
 
-    def __init__(self, matcher: Matcher) -> None:
-        self.matcher = matcher
+    def __init__(self, matcher: Matcher, collector: _Collector | None = None) -> None:
+        self.matcher, self.collector = matcher, collector
         cls = type(self)
         if not cls._planned:
             cls._native, cls._planned = native.searcher(KEYS), True
+            if cls._native is not None:
+                cls._loud = native.loud()
+                cls._shapes = native.searcher(SHAPE_KEYS) if cls._loud is not None else None
         if cls._native is None and cls._search is None:
             cls._search = ahocorasick_rs.BytesAhoCorasick(list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
+        self.skipped = 0  # chunks found quiet
+
+    def quiet_total(self, data: Buffer) -> int | None:
+        """The newlines in a chunk no line of which can change the answer now, or None."""
+        c, shapes = self.collector, self._shapes
+        if shapes is None or not SKIP_QUIET or c is None or c.open or c.pending is not None or c.done:
+            return None
+        if self._loud(data) >= 0:
+            return None
+        starts, _before, total = shapes.scan(data)
+        return None if starts else total
 
     def scan_chunk(self, data: Buffer | memoryview) -> tuple[list[int], list[int] | None, int | None]:
         if self._native is not None and not isinstance(data, memoryview):
+            quiet = self.quiet_total(data)
+            if quiet is not None:
+                self.skipped += 1
+                return [], [], quiet
             starts, before, total = self._native.scan(data)
             if any(starts[i] > starts[i + 1] for i in range(len(starts) - 1)):  # nearly in order: make it so
                 pairs = sorted(zip(starts, before, strict=True))
@@ -256,7 +295,14 @@ class _Keys:
         return [start for _i, start, _e in self._search.find_matches_as_indexes(data)], None, None
 
     def candidate_offsets(self, data: Buffer | memoryview) -> list[int]:
-        return self.scan_chunk(data)[0]
+        """Every key start in a long line's bytes (the scanner's windows): never skipped."""
+        if self._native is not None and not isinstance(data, memoryview):
+            return sorted(self._native.scan(data)[0])
+        if self._search is None:
+            type(self)._search = ahocorasick_rs.BytesAhoCorasick(
+                list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
+        assert self._search is not None
+        return [start for _i, start, _e in self._search.find_matches_as_indexes(data)]
 
     def match_text(self, text: str) -> list[Hit]:
         return self.matcher.match_text(text)
@@ -534,7 +580,7 @@ def _block_end(lines: list[tuple[int, str]], opened: int, who: Attribution) -> i
 def scan(stream: BinaryIO, matcher: Matcher, base: Attribution | None = None, context: int = 100) -> FirstError | None:
     """The first error of a log (None when it has no error line at all)."""
     c = _Collector(matcher, base, context)
-    keys: Any = _Keys(matcher)  # what the scanner calls of a matcher: scan_chunk, candidate_offsets, match_text
+    keys: Any = _Keys(matcher, c)  # what the scanner calls of a matcher: scan_chunk, candidate_offsets, match_text
     ended: Any = _WithEnd(stream)  # read() and seekable(): what the scanner calls of a stream
 
     def seen(lh: LineHit, window: Window, start: int) -> None:

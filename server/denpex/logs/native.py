@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,6 +43,14 @@ def _module() -> Any | None:
 
 def available() -> bool:
     return _module() is not None
+
+
+def loud() -> Callable[..., int] | None:
+    """_teddy.loud(buffer[, length]): the offset of the first byte where a line may hold a first-error
+    candidate that no literal key shows, or -1 (see logs.first_error); None where the module lacks it."""
+    mod = _module()
+    fn = getattr(mod, "loud", None) if mod is not None else None
+    return fn if callable(fn) else None
 
 
 @cache
