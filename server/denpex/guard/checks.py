@@ -74,9 +74,7 @@ def before_replay(rec: GraphRecord, reporter: Reporter, refuse: bool, frame: Fra
     for info in rec.freed:
         f = _rebound_and_freed(rec, info, bindings.get(id(info), []), here.stack, here.at) or Finding(
             "replay-freed-input", freed_message(rec, info, here.at))
-        if refuse:
-            reporter.refuse(f, (id(rec), "freed", info.ptr))
-        reporter.report(f, (id(rec), "freed", info.ptr))
+        _memory(reporter, refuse, f, (id(rec), "freed", info.ptr))
     order: list[TensorInfo] = rec.extra.get("polled", rec.inputs)
     if rec.replays == 0 or len(order) <= POLL:
         turn = order
@@ -91,10 +89,8 @@ def before_replay(rec: GraphRecord, reporter: Reporter, refuse: bool, frame: Fra
             ptr = storage_ptr(t)
             if ptr is None or ptr == info.ptr:
                 continue  # the same storage, another view offset: not a move
-            f = Finding("replay-rebound-static-input", moved_message(rec, info, here.at))
-            if refuse:
-                reporter.refuse(f, (id(rec), "moved", info.ptr))
-            reporter.report(f, (id(rec), "moved", info.ptr))
+            _memory(reporter, refuse, Finding("replay-rebound-static-input", moved_message(rec, info, here.at)),
+                    (id(rec), "moved", info.ptr))
     # a rebind leaves the captured tensor unwritten: only those inputs need their names read
     stale = [info for info in rec.extra.get("bound", ()) if _unwritten(info)]
     if stale:
@@ -109,6 +105,13 @@ def before_replay(rec: GraphRecord, reporter: Reporter, refuse: bool, frame: Fra
                 f"Python, so it stays at its capture value however often the graph (captured at {rec.site}) "
                 "is replayed; count on the host around replay(), or keep the count in a device tensor")),
                 (id(rec), "side", v.root.label()))
+
+
+def _memory(reporter: Reporter, refuse: bool, finding: Finding, key: object) -> None:
+    """A replay that would read freed or moved memory: refused (GuardError) or said, as the mode asks."""
+    if refuse:
+        reporter.refuse(finding, key)
+    reporter.report(finding, key)
 
 
 def _learn_names(rec: GraphRecord, here: Replay) -> None:
