@@ -114,7 +114,8 @@ def timed(cmd: list[str], ok: tuple[int, ...], env: dict[str, str] | None = None
         stdout, stderr = out.read(), err.read()
     if code not in ok:
         raise SystemExit(f"{cmd[0]} exited {code}: {stderr.decode(errors='replace')[-2000:]}")
-    return {"wall": wall, "maxrss_mb": ru.ru_maxrss / 1024, "tree_mb": peak[0] / 1024, "stdout": stdout}
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime,  # with the workers it reaped
+            "maxrss_mb": ru.ru_maxrss / 1024, "tree_mb": peak[0] / 1024, "stdout": stdout}
 
 
 def compile_bytecode(baseline: Path | None) -> None:
@@ -252,10 +253,11 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
     out = {
         "path": path,
         "peer": {"cmd": peer, "runs_s": [round(x["wall"], 3) for x in rows["peer"]], "best_s": round(best["peer"], 3),
+                 "cpu_s": round(min(x["cpu"] for x in rows["peer"]), 3),
                  "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["peer"]), 1),
                  "tree_mb": round(mem["peer"]["tree_mb"], 1)},
         "denpex": {"cmd": dx, "runs_s": [round(x["wall"], 3) for x in rows["denpex"]],
-                   "best_s": round(best["denpex"], 3),
+                   "best_s": round(best["denpex"], 3), "cpu_s": round(min(x["cpu"] for x in rows["denpex"]), 3),
                    "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["denpex"]), 1),
                    "tree_mb": round(mem["denpex"]["tree_mb"], 1),
                    "verdict": {k: v.get(k) for k in ("rule", "rank", "line", "file", "ordered_by")},
@@ -267,7 +269,7 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
     }
     if "before" in rows:
         out["before"] = {"cmd": old, "src": str(baseline), "runs_s": [round(x["wall"], 3) for x in rows["before"]],
-                         "best_s": round(best["before"], 3),
+                         "best_s": round(best["before"], 3), "cpu_s": round(min(x["cpu"] for x in rows["before"]), 3),
                          "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["before"]), 1),
                          "tree_mb": round(mem["before"]["tree_mb"], 1)}
         out["ratio_before"] = round(best["before"] / best["peer"], 2)
@@ -370,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
             if who not in r:
                 continue
             x = r[who]
-            print(f"  {who:7} best {x['best_s']:6.3f} s  runs {x['runs_s']}  max process RSS {x['maxrss_mb']:.0f} MB"
+            cpu = f"  cpu {x['cpu_s']:.2f} s" if "cpu_s" in x else ""
+            print(f"  {who:7} best {x['best_s']:6.3f} s{cpu}  runs {x['runs_s']}  max process RSS {x['maxrss_mb']:.0f} MB"
                   + (f"  tree RSS {x['tree_mb']:.0f} MB" if 'tree_mb' in x else ""))
         print(f"  ratio   {r['ratio']:.2f}x the peer (best), {r['median_ratio']:.2f}x (median; target <= "
               f"{TARGET_RATIO:g})" + (f"  before: {r['ratio_before']:.2f}x" if "ratio_before" in r else "")

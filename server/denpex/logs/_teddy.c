@@ -432,7 +432,7 @@ static Py_ssize_t loud_avx2(const uint8_t *buf, Py_ssize_t n) {
 #define EQ(v, c) _mm256_cmpeq_epi8((v), B(c))
     const __m256i zero = _mm256_setzero_si256();
     Py_ssize_t p = 0;
-    for (; p + 32 + 4 <= n; p += 32) {
+    for (; p + 32 + 5 <= n; p += 32) {
         __m256i v0 = _mm256_loadu_si256((const __m256i *)(buf + p));
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(buf + p + 1));
         __m256i v2 = _mm256_loadu_si256((const __m256i *)(buf + p + 2));
@@ -457,14 +457,20 @@ static Py_ssize_t loud_avx2(const uint8_t *buf, Py_ssize_t n) {
         m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, 'E'), EQ(v1, 'R')));
         m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, 'F'), EQ(v1, 'A')));
         m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, 'C'), EQ(v1, 'R')));
-        /* "error" in any case */
+        /* "error" in any case, then a byte error_code_at can go on from: a separator, a digit, c/C, >= 0x80 */
         __m256i v3 = _mm256_loadu_si256((const __m256i *)(buf + p + 3));
         __m256i v4 = _mm256_loadu_si256((const __m256i *)(buf + p + 4));
+        __m256i v5 = _mm256_loadu_si256((const __m256i *)(buf + p + 5));
         __m256i low = B(0x20);
         __m256i err = _mm256_and_si256(EQ(_mm256_or_si256(v0, low), 'e'), EQ(_mm256_or_si256(v1, low), 'r'));
         err = _mm256_and_si256(err, EQ(_mm256_or_si256(v2, low), 'r'));
         err = _mm256_and_si256(err, _mm256_and_si256(EQ(_mm256_or_si256(v3, low), 'o'), EQ(_mm256_or_si256(v4, low), 'r')));
-        m = _mm256_or_si256(m, err);
+        __m256i go = _mm256_or_si256(_mm256_cmpgt_epi8(zero, v5),
+                                     _mm256_and_si256(_mm256_cmpgt_epi8(v5, B('0' - 1)), _mm256_cmpgt_epi8(B('9' + 1), v5)));
+        go = _mm256_or_si256(go, _mm256_or_si256(_mm256_or_si256(EQ(v5, ' '), EQ(v5, '\t')), EQ(v5, ':')));
+        go = _mm256_or_si256(go, _mm256_or_si256(_mm256_or_si256(EQ(v5, '='), EQ(v5, '#')), EQ(v5, '(')));
+        go = _mm256_or_si256(go, _mm256_or_si256(EQ(v5, '-'), EQ(_mm256_or_si256(v5, low), 'c')));
+        m = _mm256_or_si256(m, _mm256_and_si256(err, go));
         unsigned cand = (unsigned)_mm256_movemask_epi8(m);
         while (cand) {
             int k = __builtin_ctz(cand);

@@ -187,7 +187,12 @@ def add_first_error(d: Diagnosis, stream: BinaryIO, matcher: Matcher, base: Attr
         return
     from denpex.logs.first_error import scan
 
-    d.first_error = scan(stream, matcher, base, d.context_n)
+    set_first_error(d, scan(stream, matcher, base, d.context_n))
+
+
+def set_first_error(d: Diagnosis, fe: FirstError | None) -> None:
+    """The first-error pass's answer on the diagnosis, and the summary line that follows from it."""
+    d.first_error = fe
     d.summary = _summary(d)
 
 

@@ -272,6 +272,8 @@ class _Keys:
         c, shapes = self.collector, self._shapes
         if shapes is None or not SKIP_QUIET or c is None or c.open or c.pending is not None or c.done:
             return None
+        if c.skip_from_first and c.first_line is None:
+            return None
         if self._loud(data) >= 0:
             return None
         starts, _before, total = shapes.scan(data)
@@ -445,9 +447,13 @@ class _Collector:
         self.open: dict[tuple[object, ...], tuple[int, Attribution]] = {}  # writer -> (block start, who)
         self.seen: set[int] = set()
         self.done = False
+        self.first_line: int | None = None  # the first line seen (a range's: first_error_ranges)
+        self.skip_from_first = False  # no chunk is skipped before first_line (a range after the first)
 
     def on_line(self, line_no: int, text: str, hits: list[Hit], who: Attribution, window: Window,
                 start: int) -> None:
+        if self.first_line is None:
+            self.first_line = line_no
         if self.done:
             return
         who = fill(who, self.base)
@@ -580,13 +586,20 @@ def _block_end(lines: list[tuple[int, str]], opened: int, who: Attribution) -> i
 def scan(stream: BinaryIO, matcher: Matcher, base: Attribution | None = None, context: int = 100) -> FirstError | None:
     """The first error of a log (None when it has no error line at all)."""
     c = _Collector(matcher, base, context)
-    keys: Any = _Keys(matcher, c)  # what the scanner calls of a matcher: scan_chunk, candidate_offsets, match_text
-    ended: Any = _WithEnd(stream)  # read() and seekable(): what the scanner calls of a stream
+    drive(_WithEnd(stream), c)
+    return c.result()
 
-    def seen(lh: LineHit, window: Window, start: int) -> None:
-        c.on_line(lh.line, lh.text, lh.hits, lh.who, window, start)
 
-    lines = iter_line_hits(ended, keys, ScanStats(), seen)
+def drive(stream: Any, c: _Collector, window: Window | None = None) -> ScanStats:
+    """Feed the collector the lines of a stream (read() / readinto() / seekable(), what the scanner calls)
+    until its answer is settled or the stream ends; a window given holds the bytes before the stream."""
+    keys: Any = _Keys(c.matcher, c)  # what the scanner calls of a matcher: scan_chunk, candidate_offsets, match_text
+    stats = ScanStats()
+
+    def seen(lh: LineHit, win: Window, start: int) -> None:
+        c.on_line(lh.line, lh.text, lh.hits, lh.who, win, start)
+
+    lines = iter_line_hits(stream, keys, stats, seen, None, window)
     try:
         for _lh in lines:
             if c.done:
@@ -595,7 +608,7 @@ def scan(stream: BinaryIO, matcher: Matcher, base: Attribution | None = None, co
         close = getattr(lines, "close", None)
         if close is not None:
             close()
-    return c.result()
+    return stats
 
 
 def _lines(n: int) -> str:

@@ -27,6 +27,7 @@ from denpex.logs.diagnose import (
     add_first_error,
     matcher_for,
     needs_first_error,
+    set_first_error,
 )
 from denpex.logs.layout import LogSource, read_error_json
 from denpex.logs.matcher import Matcher
@@ -366,9 +367,28 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
     c.line_ranks.update(int(r) for r in _RANK_PREFIX.findall(head[:8192]))
     d = diagnose_collector(c, context, src.display, head)
     if first_error and needs_first_error(d):
-        _read_first_error(src, d, matcher_for(book), base, data)
+        if data is None and ranges > 1 and callable(getattr(pool, "call", None)):
+            _read_first_error_ranges(src, d, matcher_for(book), base, pool, ranges)
+        else:
+            _read_first_error(src, d, matcher_for(book), base, data)
         map_local_rank(d, c.table, head)
     return to_summary(src, d, c, epoch), d
+
+
+def _read_first_error_ranges(src: LogSource, d: Diagnosis, matcher: Matcher, base: Attribution | None,
+                             pool: Any, ranges: int) -> None:
+    """The first-error pass of a big file over its ranges, the first here and the rest in the pool's
+    workers (first_error_ranges: the answer of one pass)."""
+    from denpex.logs.first_error_ranges import scan_ranges
+    from denpex.logs.parallel import first_error_range_work
+
+    def call(prev: int, start: int, end: int, last: bool) -> Any:
+        return pool.call(first_error_range_work, src.path, prev, start, end, last, base, d.context_n)
+
+    try:
+        set_first_error(d, scan_ranges(src.path, matcher, base, d.context_n, ranges, call))
+    except (OSError, DenpexError) as exc:
+        d.warnings.append(f"first error not looked for: {exc}")
 
 
 def _read_first_error(src: LogSource, d: Diagnosis, matcher: Matcher, base: Attribution | None,
