@@ -392,6 +392,3 @@ def _scan(text: str) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]], bool
         return None
     return chains_read, chains_written, condition, text
 
-
-def code_of(frame: FrameType | None) -> CodeType | None:
-    return None if frame is None else frame.f_code
