@@ -357,3 +357,28 @@ def test_ipython_frame_guard_skips_only_lines_whose_cleaned_text_has_no_keyword(
         elif not any(k in clean(text) for k in ipython._FRAME_KEYS):
             assert ipython.frame(text, None) is None
     assert skipped > 0 and bracketed > 0
+
+
+def test_key_dense_and_key_sparse_chunks_give_the_same_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Matcher.scan_chunk's two ways (the anchor automaton on each line a key hit, or on the whole chunk
+    past KEY_HITS_PER_MIB key hits) give the same candidate offsets, on the suite's logs and on chunks
+    dense in keys (benign 'exception_count=0' lines, traceback frames)."""
+    from denpex.logs import matcher as matcher_mod
+    from tests.conftest import DATA
+
+    m = matcher_for(None)
+    rng = random.Random(5)
+    chunks = [p.read_bytes() for p in sorted(DATA.rglob("*.log"))]
+    lines = ("[rank3]:[2026-11-30 00:41:07,000][llm.train][INFO] - no exceptions (exception_count=0) | loss 2.3\n",
+             '[rank1]:  File "/workspace/train.py", line 88, in forward\n',
+             "[rank2]:torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing\n",
+             "[rank4]:[E1130 00:41:07.1 ProcessGroupNCCL.cpp:685] Watchdog caught collective operation timeout\n")
+    for _ in range(20):
+        chunks.append("".join(rng.choice(lines) for _ in range(rng.randrange(100, 12000))).encode())
+
+    def offsets(data: bytes, per_mib: int) -> list[int]:
+        monkeypatch.setattr(matcher_mod, "KEY_HITS_PER_MIB", per_mib)
+        return sorted(m.scan_chunk(bytearray(data))[0])
+
+    for data in chunks:
+        assert offsets(data, 10**9) == offsets(data, -1)
