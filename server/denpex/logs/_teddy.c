@@ -424,61 +424,81 @@ static Py_ssize_t loud_scalar(const uint8_t *buf, Py_ssize_t n, Py_ssize_t i) {
 }
 
 #if DENPEX_AVX2
-/* Per 32-byte block, the positions where loud_at can hold (a superset: its first bytes, with the
- * byte after them where that narrows it), then loud_at at each. */
+/* Per 32-byte block, the positions where loud_at can hold (a superset), then loud_at at each. The
+ * byte and the byte after it are classified by nibble lookups (as the key search does), each class a
+ * bit: for the byte, a control byte, DEL, 0xC2, '[', '(', E/F/C; for the byte after, what can follow
+ * each of those. "erro" in any case is found with 4-byte compares at the four offsets. */
+static uint8_t lt0_lo[32], lt0_hi[32], lt1_lo[32], lt1_hi[32];
+
+enum { K_CTL0 = 1, K_CTL1 = 2, K_DEL = 4, K_C2 = 8, K_BR = 16, K_PAREN = 32, K_EFC = 64 };
+enum { F_DIGIT = 1, F_HIGH = 2, F_SEMI = 4, F_M = 8, F_KEF = 16, F_SPACE = 32, F_RA = 64 };
+
+static void rect(uint8_t *lo, uint8_t *hi, const char *his, const char *los, uint8_t bit) {
+    for (const char *h = his; *h; h++) hi[(*h <= '9' ? *h - '0' : *h - 'a' + 10)] |= bit;
+    for (const char *l = los; *l; l++) lo[(*l <= '9' ? *l - '0' : *l - 'a' + 10)] |= bit;
+}
+
+static void loud_tables(void) {
+    uint8_t lo[16] = {0}, hi[16] = {0}, lo1[16] = {0}, hi1[16] = {0};
+    rect(lo, hi, "0", "012345678bcef", K_CTL0);          /* 0x00-0x0F but tab, newline, CR */
+    rect(lo, hi, "1", "0123456789abcdef", K_CTL1);       /* 0x10-0x1F */
+    rect(lo, hi, "7", "f", K_DEL);
+    rect(lo, hi, "c", "2", K_C2);
+    rect(lo, hi, "5", "b", K_BR);                        /* [ */
+    rect(lo, hi, "2", "8", K_PAREN);                     /* ( */
+    rect(lo, hi, "4", "356", K_EFC);                     /* C E F */
+    rect(lo1, hi1, "3", "0123456789", F_DIGIT);
+    rect(lo1, hi1, "89abcdef", "0123456789abcdef", F_HIGH);
+    rect(lo1, hi1, "3", "b", F_SEMI);                    /* ; */
+    rect(lo1, hi1, "6", "d", F_M);                       /* m */
+    rect(lo1, hi1, "4", "56b", F_KEF);                   /* E F K */
+    rect(lo1, hi1, "02", "09", F_SPACE);                 /* space, tab (and NUL, ')') */
+    rect(lo1, hi1, "45", "12", F_RA);                    /* A R (and B, Q) */
+    for (int i = 0; i < 16; i++) {
+        lt0_lo[i] = lt0_lo[i + 16] = lo[i];
+        lt0_hi[i] = lt0_hi[i + 16] = hi[i];
+        lt1_lo[i] = lt1_lo[i + 16] = lo1[i];
+        lt1_hi[i] = lt1_hi[i + 16] = hi1[i];
+    }
+}
+
 __attribute__((target("avx2,bmi")))
 static Py_ssize_t loud_avx2(const uint8_t *buf, Py_ssize_t n) {
 #define B(c) _mm256_set1_epi8((char)(c))
-#define EQ(v, c) _mm256_cmpeq_epi8((v), B(c))
-    const __m256i zero = _mm256_setzero_si256();
+    const __m256i zero = _mm256_setzero_si256(), nib = B(0x0F);
+    const __m256i t0l = _mm256_loadu_si256((const __m256i *)lt0_lo), t0h = _mm256_loadu_si256((const __m256i *)lt0_hi);
+    const __m256i t1l = _mm256_loadu_si256((const __m256i *)lt1_lo), t1h = _mm256_loadu_si256((const __m256i *)lt1_hi);
+    const __m256i fold = _mm256_set1_epi32(0x20202020), erro = _mm256_set1_epi32(0x6f727265); /* "erro" */
     Py_ssize_t p = 0;
-    for (; p + 32 + 5 <= n; p += 32) {
+    for (; p + 32 + 4 <= n; p += 32) {
         __m256i v0 = _mm256_loadu_si256((const __m256i *)(buf + p));
         __m256i v1 = _mm256_loadu_si256((const __m256i *)(buf + p + 1));
-        __m256i v2 = _mm256_loadu_si256((const __m256i *)(buf + p + 2));
-        __m256i high1 = _mm256_cmpgt_epi8(zero, v1);  /* byte after >= 0x80 */
-        __m256i digit1 = _mm256_and_si256(_mm256_cmpgt_epi8(v1, B('0' - 1)), _mm256_cmpgt_epi8(B('9' + 1), v1));
-        __m256i space1 = _mm256_or_si256(EQ(v1, ' '), EQ(v1, '\t'));
-        /* control bytes other than tab, newline, CR; DEL; the C1 lead byte */
-        __m256i ctl = _mm256_cmpeq_epi8(_mm256_and_si256(v0, B(0xE0)), zero);
-        ctl = _mm256_andnot_si256(_mm256_or_si256(_mm256_or_si256(EQ(v0, '\t'), EQ(v0, '\n')), EQ(v0, '\r')), ctl);
-        __m256i m = _mm256_or_si256(_mm256_or_si256(ctl, EQ(v0, 0x7f)), EQ(v0, 0xc2));
-        __m256i num1 = _mm256_or_si256(digit1, high1);
-        /* [ then a digit, ';', m, K, >= 0x80, or E/F then ':' */
-        __m256i br = _mm256_or_si256(_mm256_or_si256(num1, EQ(v1, ';')), _mm256_or_si256(EQ(v1, 'm'), EQ(v1, 'K')));
-        br = _mm256_or_si256(br, _mm256_and_si256(_mm256_or_si256(EQ(v1, 'E'), EQ(v1, 'F')), EQ(v2, ':')));
-        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, '['), br));
-        /* ( then a digit or >= 0x80 */
-        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, '('), num1));
-        /* E / F then a digit, space, tab or >= 0x80 (glog), ERROR, FATAL, CRITICAL */
-        __m256i glog1 = _mm256_or_si256(num1, space1);
-        __m256i ef = _mm256_or_si256(EQ(v0, 'E'), EQ(v0, 'F'));
-        m = _mm256_or_si256(m, _mm256_and_si256(ef, glog1));
-        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, 'E'), EQ(v1, 'R')));
-        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, 'F'), EQ(v1, 'A')));
-        m = _mm256_or_si256(m, _mm256_and_si256(EQ(v0, 'C'), EQ(v1, 'R')));
-        /* "error" in any case, then a byte error_code_at can go on from: a separator, a digit, c/C, >= 0x80 */
-        __m256i v3 = _mm256_loadu_si256((const __m256i *)(buf + p + 3));
-        __m256i v4 = _mm256_loadu_si256((const __m256i *)(buf + p + 4));
-        __m256i v5 = _mm256_loadu_si256((const __m256i *)(buf + p + 5));
-        __m256i low = B(0x20);
-        __m256i err = _mm256_and_si256(EQ(_mm256_or_si256(v0, low), 'e'), EQ(_mm256_or_si256(v1, low), 'r'));
-        err = _mm256_and_si256(err, EQ(_mm256_or_si256(v2, low), 'r'));
-        err = _mm256_and_si256(err, _mm256_and_si256(EQ(_mm256_or_si256(v3, low), 'o'), EQ(_mm256_or_si256(v4, low), 'r')));
-        __m256i go = _mm256_or_si256(_mm256_cmpgt_epi8(zero, v5),
-                                     _mm256_and_si256(_mm256_cmpgt_epi8(v5, B('0' - 1)), _mm256_cmpgt_epi8(B('9' + 1), v5)));
-        go = _mm256_or_si256(go, _mm256_or_si256(_mm256_or_si256(EQ(v5, ' '), EQ(v5, '\t')), EQ(v5, ':')));
-        go = _mm256_or_si256(go, _mm256_or_si256(_mm256_or_si256(EQ(v5, '='), EQ(v5, '#')), EQ(v5, '(')));
-        go = _mm256_or_si256(go, _mm256_or_si256(EQ(v5, '-'), EQ(_mm256_or_si256(v5, low), 'c')));
-        m = _mm256_or_si256(m, _mm256_and_si256(err, go));
-        unsigned cand = (unsigned)_mm256_movemask_epi8(m);
+        __m256i c0 = _mm256_and_si256(_mm256_shuffle_epi8(t0l, _mm256_and_si256(v0, nib)),
+                                      _mm256_shuffle_epi8(t0h, _mm256_and_si256(_mm256_srli_epi16(v0, 4), nib)));
+        __m256i c1 = _mm256_and_si256(_mm256_shuffle_epi8(t1l, _mm256_and_si256(v1, nib)),
+                                      _mm256_shuffle_epi8(t1h, _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
+        /* what may follow: '[' a digit, >= 0x80, ';', m, K, E, F; '(' a digit or >= 0x80; C/E/F a digit,
+         * >= 0x80, space, tab, A or R */
+        __m256i br = _mm256_and_si256(c1, B(F_DIGIT | F_HIGH | F_SEMI | F_M | F_KEF));
+        __m256i pa = _mm256_and_si256(c1, B(F_DIGIT | F_HIGH));
+        __m256i ef = _mm256_and_si256(c1, B(F_DIGIT | F_HIGH | F_SPACE | F_RA));
+        /* per byte: its class bits where the byte after allows them */
+        __m256i keep = _mm256_or_si256(B(K_CTL0 | K_CTL1 | K_DEL | K_C2),
+                                       _mm256_or_si256(_mm256_andnot_si256(_mm256_cmpeq_epi8(br, zero), B(K_BR)),
+                                                       _mm256_andnot_si256(_mm256_cmpeq_epi8(pa, zero), B(K_PAREN))));
+        keep = _mm256_or_si256(keep, _mm256_andnot_si256(_mm256_cmpeq_epi8(ef, zero), B(K_EFC)));
+        unsigned cand = ~(unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(c0, keep), zero));
+        for (int k = 0; k < 4; k++) {  /* "erro" (any case) at p + k + 4j */
+            __m256i w = _mm256_loadu_si256((const __m256i *)(buf + p + k));
+            unsigned e = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi32(_mm256_or_si256(w, fold), erro));
+            cand |= (e & 0x11111111u) << k;
+        }
         while (cand) {
             int k = __builtin_ctz(cand);
             cand &= cand - 1;
             if (loud_at(buf, n, p + k)) return p + k;
         }
     }
-#undef EQ
 #undef B
     return loud_scalar(buf, n, p);
 }
@@ -531,6 +551,9 @@ PyMODINIT_FUNC PyInit__teddy(void) {
     use_avx2 = have_avx2();
 #endif
     loud_init();
+#if DENPEX_AVX2
+    loud_tables();
+#endif
     if (PyType_Ready(&SearcherType) < 0) return NULL;
     PyObject *m = PyModule_Create(&teddy_module);
     if (m == NULL) return NULL;

@@ -272,8 +272,6 @@ class _Keys:
         c, shapes = self.collector, self._shapes
         if shapes is None or not SKIP_QUIET or c is None or c.open or c.pending is not None or c.done:
             return None
-        if c.skip_from_first and c.first_line is None:
-            return None
         if self._loud(data) >= 0:
             return None
         starts, _before, total = shapes.scan(data)
@@ -283,6 +281,15 @@ class _Keys:
         if self._native is not None and not isinstance(data, memoryview):
             quiet = self.quiet_total(data)
             if quiet is not None:
+                c = self.collector
+                if c is not None and c.skip_from_first and c.first_line is None:
+                    # a range's first line with a key is still wanted (first_error_ranges.join): that one
+                    # line only, which changes nothing else in a quiet chunk
+                    starts, before, total = self._native.scan(data)
+                    if starts:
+                        i = min(range(len(starts)), key=starts.__getitem__)
+                        return [starts[i]], [before[i]], total
+                    return [], [], total
                 self.skipped += 1
                 return [], [], quiet
             starts, before, total = self._native.scan(data)
@@ -448,7 +455,7 @@ class _Collector:
         self.seen: set[int] = set()
         self.done = False
         self.first_line: int | None = None  # the first line seen (a range's: first_error_ranges)
-        self.skip_from_first = False  # no chunk is skipped before first_line (a range after the first)
+        self.skip_from_first = False  # a quiet chunk before first_line still gives its first line with a key
 
     def on_line(self, line_no: int, text: str, hits: list[Hit], who: Attribution, window: Window,
                 start: int) -> None:
