@@ -219,3 +219,20 @@ def test_some_cuts_carried_something_and_some_were_read_again() -> None:
     if len(_CARRIED) < 40:
         pytest.skip("runs after the draws")
     assert 0 < sum(1 for n in _CARRIED.values() if n) < len(_CARRIED)
+
+
+def test_summarise_big_file_with_an_executor(small: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where fork is missing, the ranges run in the executor's workers (RangePool.call)."""
+    from denpex.logs.parallel import RangePool, _executor
+
+    monkeypatch.setattr(summary, "MIN_RANGE", 1)
+    init_worker([], 100)
+    quiet = b"[rank1]:[2026-11-30 00:41:07,000][llm.train][INFO] - step 1 | errors=0 | 0 failed\n"
+    tgi = (DATA / "first_error" / "tgi_flash_attention_notimplemented.log").read_bytes()
+    path = tmp_path / "big.log"
+    path.write_bytes(quiet * 5000 + tgi + quiet * 100)
+    src = source_of(path)
+    _s, one = summary.summarise(src, None, 100, first_error=True)
+    with _executor(1, [], 100) as ex:
+        _s, many = summary.summarise(src, None, 100, ranges=2, pool=RangePool(ex, None), first_error=True)
+    assert one.first_error is not None and many.to_json() == one.to_json()
