@@ -50,6 +50,9 @@ def fill(who: Attribution, base: Attribution | None) -> Attribution:
     """A line's attribution completed with what its file's path says (the line wins)."""
     if base is None:
         return who
+    if who.weak and base.rank is not None:  # a compile-cache path gives way to the path's rank
+        who = Attribution(local_rank=who.local_rank, node=who.node, process=who.process, device=who.device,
+                          evidence=[e for e in who.evidence if not e.startswith("weak evidence:")])
     need_rank = who.rank is None and base.rank is not None
     need_local = who.local_rank is None and base.local_rank is not None
     need_node = who.node is None and base.node is not None

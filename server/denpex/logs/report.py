@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from denpex.logs.attribution import process_label
+
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "bold": "1", "dim": "2", "cyan": "36"}
 
 
@@ -25,7 +27,7 @@ def _who(v: dict[str, Any]) -> str:
     if v.get("node"):
         parts.append(f"node {v['node']}")
     if v.get("process"):
-        parts.append(f"pid {v['process']}")
+        parts.append(process_label(str(v["process"])))
     label = ", ".join(parts) or "unattributed"
     ev = v.get("attribution") or []
     return f"{label} [{'; '.join(ev)}]" if ev else label
