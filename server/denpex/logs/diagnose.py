@@ -23,7 +23,7 @@ import regex
 
 from denpex.errors import DenpexError
 from denpex.logs import events, frameworks, phase
-from denpex.logs.attribution import Attribution, strip_prefixes
+from denpex.logs.attribution import Attribution, attribute, strip_prefixes
 from denpex.logs.matcher import Matcher, detect_frameworks
 from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
 from denpex.logs.traceback import Frame, frames_before, innermost_user_frame
@@ -419,6 +419,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
 
     if verdict is not None:
         events.explain_phase(verdict)
+        _writer_from_traceback_header(verdict)
         _infer_missing_rank(verdict, c)
         _add_weak_hints(verdict, c)
         verdict.fingerprint = _fingerprint(verdict, context_f)
@@ -525,6 +526,27 @@ def _add_weak_hints(v: Verdict, c: _Collector) -> None:
             f"torchrun's 'Root Cause (first observed failure)' names rank {blamed}; that is a weak hint "
             f"(it orders by detection time). The first failure in the log is on rank {vr}."
         )
+
+
+def _writer_from_traceback_header(v: Verdict) -> None:
+    """An exception line with no prefix, under a traceback whose first line has one, was written by
+    that line's writer: SGLang logs 'Scheduler hit an exception: Traceback ...' as one record, under
+    its [time TPn] prefix on the first line only. The first line must sit right above the first frame."""
+    who = v.finding.who
+    if not v.frames or (not who.weak and (who.rank is not None or who.local_rank is not None or who.process)):
+        return
+    first = v.frames[0].log_line
+    above = next((t for n, t in reversed(v.context) if n == first - 1), None)
+    if above is None or "Traceback (most recent call last)" not in above:
+        return
+    head = attribute(above)
+    if head.rank is None and head.local_rank is None and head.process is None:
+        return
+    v.finding.who = Attribution(
+        rank=head.rank, local_rank=head.local_rank, node=head.node or who.node, process=head.process,
+        device=head.device if head.device is not None else who.device, weak=head.weak,
+        evidence=[f"{e}, on the traceback's first line ({first - 1})" for e in head.evidence],
+    )
 
 
 def _infer_missing_rank(v: Verdict, c: _Collector) -> None:
