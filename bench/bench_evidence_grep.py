@@ -8,8 +8,9 @@
 
 ``--shape NAME`` (repeatable) times one 1 GiB file per log shape instead of the default log and folder:
 ``gen_log`` (bench/gen_log.py's log, a rule names its failure), ``benign-errors`` (a healthy run whose
-lines are full of error words, bench/gen_shapes.py) and ``no-failure`` (gen_log's log cut before its
-failure); the last two have no verdict, and their first-error answer is checked instead.
+lines are full of error words, bench/gen_shapes.py), ``benign-colour`` (the same in ANSI colour) and
+``no-failure`` (gen_log's log cut before its failure); those without a verdict have their first-error
+answer checked instead.
 
 ``--baseline DIR`` times a second copy of denpex in the same run (``DIR/server`` first on
 PYTHONPATH, e.g. ``git archive HEAD~3 server rules | tar -x -C DIR``), to give before/after
@@ -51,7 +52,7 @@ from gen_shapes import GENERATOR_VERSION as SHAPES_VERSION  # noqa: E402
 from gen_shapes import ShapeExpected, benign_errors, no_failure  # noqa: E402
 
 PEER = ["-n", "-i", "error|exception|timeout|failed"]
-SHAPES = ("gen_log", "benign-errors", "no-failure")
+SHAPES = ("gen_log", "benign-errors", "benign-colour", "no-failure")
 TARGET_RATIO = 1.0
 TARGET_RSS_MB = 200.0
 
@@ -193,8 +194,8 @@ def ensure_shape(shape: str, size_mb: float, seed: int, data_dir: Path) -> Shape
         except (ValueError, TypeError):
             pass
     print(f"generating {path} ({shape}, {size_mb:g} MiB, seed {seed}) ...", file=sys.stderr, flush=True)
-    if shape == "benign-errors":
-        exp = benign_errors(path, int(size_mb * (1 << 20)), seed)
+    if shape in ("benign-errors", "benign-colour"):
+        exp = benign_errors(path, int(size_mb * (1 << 20)), seed, colour=shape == "benign-colour")
     else:
         src = ensure_log(size_mb, seed, data_dir)
         exp = no_failure(src.path, path, seed)

@@ -5,6 +5,7 @@
   ``--max-errors 100``, ``ERROR_LEVEL=3``, ``exception_count=0``, with ordinary training lines between
   them. Nearly every line matches the seeds' ``rg -n -i 'error|exception|timeout|failed'``; no rule
   matches and there is no first error line (the first-error pass reads the whole log and finds none).
+* ``benign-colour``: the same lines as a rich console writes them, with ANSI colour codes.
 * ``no-failure``: gen_log.py's log cut before its failure: the run as it was before the ``.item()``
   capture failed. No rule names an initiating failure; the handled checkpoint-upload tracebacks
   (``ConnectionResetError``, one every 4999 steps, so from about 40 MiB on) are collateral, so the
@@ -85,8 +86,21 @@ def _benign_line(rng: random.Random, r: int, step: int, us: int) -> str:
             f"grad_norm {0.4 + rng.random():.3f} | {140_000 + rng.randrange(20_000)} tok/s\n")
 
 
-def benign_errors(path: str | Path, size_bytes: int, seed: int = 1234, ranks: int = RANKS) -> ShapeExpected:
-    """Write about size_bytes of a healthy run full of benign error words (whole lines)."""
+def _coloured(line: str) -> str:
+    """The line as a rich console writes it: the time green, the level bold, the logger cyan."""
+    head, sep, rest = line.partition("][")
+    if not sep:
+        return line
+    prefix, _, stamp = head.rpartition("[")
+    logger, _, rest = rest.partition("][")
+    level, _, msg = rest.partition("] - ")
+    return (f"{prefix}\x1b[32m{stamp}\x1b[0m | \x1b[1m{level:<8}\x1b[0m | \x1b[36m{logger}\x1b[0m - {msg}")
+
+
+def benign_errors(path: str | Path, size_bytes: int, seed: int = 1234, ranks: int = RANKS,
+                  colour: bool = False) -> ShapeExpected:
+    """Write about size_bytes of a healthy run full of benign error words (whole lines); with colour,
+    every line carries ANSI colour codes (shape benign-colour)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
@@ -101,7 +115,8 @@ def benign_errors(path: str | Path, size_bytes: int, seed: int = 1234, ranks: in
                 rng.shuffle(order)
                 for r in order:
                     us += rng.randrange(50, 900)
-                    buf.append(_benign_line(rng, r, step, us))
+                    line = _benign_line(rng, r, step, us)
+                    buf.append(_coloured(line) if colour else line)
                 step += 1
             data = "".join(buf).encode()
             if written + len(data) > size_bytes:
@@ -112,7 +127,7 @@ def benign_errors(path: str | Path, size_bytes: int, seed: int = 1234, ranks: in
             fh.write(data)
             written += len(data)
             lines += data.count(b"\n")
-    return ShapeExpected(str(path), "benign-errors", written, lines, seed)
+    return ShapeExpected(str(path), "benign-colour" if colour else "benign-errors", written, lines, seed)
 
 
 def no_failure(source: str | Path, path: str | Path, seed: int = 1234) -> ShapeExpected:
@@ -148,14 +163,14 @@ def no_failure(source: str | Path, path: str | Path, seed: int = 1234) -> ShapeE
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("shape", choices=("benign-errors", "no-failure"))
+    ap.add_argument("shape", choices=("benign-errors", "benign-colour", "no-failure"))
     ap.add_argument("--size-mb", type=float, default=1024.0, help="benign-errors: size in MiB (default 1024)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--source", default=None, help="no-failure: the gen_log.py log to cut")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
-    if args.shape == "benign-errors":
-        exp = benign_errors(args.out, int(args.size_mb * (1 << 20)), args.seed)
+    if args.shape in ("benign-errors", "benign-colour"):
+        exp = benign_errors(args.out, int(args.size_mb * (1 << 20)), args.seed, colour=args.shape == "benign-colour")
     else:
         if args.source is None:
             raise SystemExit("no-failure needs --source (a log made by bench/gen_log.py)")

@@ -24,8 +24,9 @@ from denpex.logs.normalise import decode, segments
 from tests.conftest import DATA
 
 EXAMPLES = DATA.parent.parent / "examples"
-needs_loud = pytest.mark.skipif(native.loud() is None or native.searcher(first_error.SHAPE_KEYS) is None,
-                                reason="native key search (with loud) not built here")
+needs_loud = pytest.mark.skipif(native.loud() is None or native.unansi() is None
+                                or native.searcher(first_error.SHAPE_KEYS) is None,
+                                reason="native key search (with loud and unansi) not built here")
 
 # pieces of lines: what the candidate patterns look for, near misses, and what the cleaning removes
 _TOKENS = (
@@ -43,6 +44,8 @@ _TOKENS = (
     "Traceback (most recent call last):", "raise ValueError(x)", "raise", "exception_count=0", "Exception",
     "INFO", "WARNING:", "[INFO]", "[rank3]:", "[default1]:", "[rank1]:[rank2]", "step 12 | loss 2.3",
     "\x1b[31m", "\x1b[0m", "[0m", "[1;31m", "[m", "[K", "[main]", "\x00", "\x07", "\x7f", "\r", "\t", "  ",
+    "Err\x1b[0mor", "ERR\x1b[1mOR", "\x1b[31mE1201 08:15:03", "(7\x1b[0m00)", "Value\x1b[KError:", "E\x1b[E1201",
+    "\x1b[E", "\x1bM", "\x1b(B", "\x1b]0;title\x07", "\x1b[ 1q", "\x1b[?25l", "[\x1b[0m0m", "Trace\x1b[2mback",
     "\u00a0", "\u2003", "\u0661\u0662\u0663", "\u0663", "\u00e9", "\u2192", "\x9b", "\ufffd", ":", "=", "#",
     "(", ")", "-", "]", "[", "code", "CODE", "x", "E", "F", "C", "R", "e", "r", "o", "0", "5", "12", "2024-",
 )
@@ -88,6 +91,26 @@ def test_every_line_that_matters_is_loud_or_holds_a_shape_key() -> None:
 
 
 @needs_loud
+def test_every_line_that_matters_is_loud_or_holds_a_shape_key_without_its_colour_codes() -> None:
+    """The test a chunk with colour codes gets: its bytes with the escape sequences taken out."""
+    loud, unansi = native.loud(), native.unansi()
+    shapes = native.searcher(first_error.SHAPE_KEYS)
+    assert loud is not None and unansi is not None and shapes is not None
+    matcher = matcher_for(None)
+    rng = random.Random(23)
+    cleaned = 0
+    for _ in range(30_000):
+        raw = _line(rng).encode("utf-8", "surrogatepass")
+        clean = unansi(raw)
+        if clean is None:
+            continue
+        cleaned += clean != raw
+        if _matters(raw, matcher):
+            assert loud(clean) >= 0 or shapes.scan(clean)[0], raw
+    assert cleaned > 3000
+
+
+@needs_loud
 def test_lines_of_the_gathered_logs_that_matter_are_loud() -> None:
     loud = native.loud()
     shapes = native.searcher(first_error.SHAPE_KEYS)
@@ -129,6 +152,7 @@ def _suite_logs() -> list[Path]:
 @pytest.mark.parametrize("chunk", [1 << 20, 2048])
 def test_skipping_changes_no_answer_on_the_suite_logs(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scanner, "CHUNK", chunk)
+    monkeypatch.setattr(first_error, "ESC_READ_LINES", 0)
     paths = _suite_logs()
     assert len(paths) > 100
     plain, none = _answers(paths, False, monkeypatch)
@@ -140,12 +164,16 @@ def test_skipping_changes_no_answer_on_the_suite_logs(chunk: int, monkeypatch: p
         assert a == b, p
 
 
-def _generated(rng: random.Random, lines: int) -> bytes:
-    """A log of quiet training lines with the hard lines (and whole tracebacks) here and there."""
+def _generated(rng: random.Random, lines: int, colour: bool = False) -> bytes:
+    """A log of quiet training lines with the hard lines (and whole tracebacks) here and there; with
+    colour, the quiet lines carry colour codes as a rich console writes them."""
     out = []
     for i in range(lines):
         x = rng.random()
-        if x < 0.80:
+        if x < 0.80 and colour:
+            out.append(f"[rank{i % 8}]:\x1b[32m2026-11-30 00:41:07,{i % 1000:03d}\x1b[0m | \x1b[1mINFO    \x1b[0m | "
+                       f"step {i} | errors=0 | error_rate: 0.01 | failed_requests: 0 | 0 failed")
+        elif x < 0.80:
             out.append(f"[rank{i % 8}]:[2026-11-30 00:41:07,{i % 1000:03d}][llm.train][INFO] - step {i} | "
                        f"errors=0 | error_rate: 0.01 | failed_requests: 0 | 0 failed")
         elif x < 0.97:
@@ -158,11 +186,12 @@ def _generated(rng: random.Random, lines: int) -> bytes:
 
 
 @needs_loud
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(24))
 def test_skipping_changes_no_answer_on_generated_logs(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scanner, "CHUNK", 1024)
+    monkeypatch.setattr(first_error, "ESC_READ_LINES", 0)  # every chunk with colour codes is cleaned and tested
     rng = random.Random(seed)
-    data = _generated(rng, 3000)
+    data = _generated(rng, 3000, colour=seed % 2 == 1)
     matcher = matcher_for(None)
 
     def answer(skip: bool) -> Any:
@@ -215,3 +244,45 @@ def test_benign_error_words_are_quiet() -> None:
             b"--max-errors 100 --on-error=retry | (errors: none) | no exceptions | mem 58.3 GiB\n")
     assert loud(line) == -1 and not shapes.scan(line)[0]
     assert loud(line * 1000) == -1
+
+
+@needs_loud
+def test_a_quiet_log_in_colour_is_skipped_chunk_by_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner, "CHUNK", 4096)
+    monkeypatch.setattr(first_error, "ESC_READ_LINES", 4)
+    line = (b"[rank1]:\x1b[32m2026-11-30 00:41:07,000\x1b[0m | \x1b[1mINFO    \x1b[0m | step 1 | errors=0 | "
+            b"error_rate: 0.01 | 0 failed\n")
+    data = line * 2000 + b"[rank1]:\x1b[31mValue\x1b[0mError: boom\n" + line * 10
+    keys: list[Any] = []
+    real = first_error._Keys.__init__
+
+    def keep(self: Any, *args: Any) -> None:
+        real(self, *args)
+        keys.append(self)
+
+    monkeypatch.setattr(first_error._Keys, "__init__", keep)
+    fe = first_error.scan(io.BytesIO(data), matcher_for(None))
+    assert fe is not None and fe.found is not None and fe.found.line == 2001
+    assert fe.found.message.startswith("ValueError: boom")
+    assert keys[0].skipped >= len(data) // 4096 - 2
+
+
+@needs_loud
+@pytest.mark.parametrize("raw", [b"a\x1b[31mError\x1b[0m b\nx\x1b[1;32mok", b"\x1b[Kline\x1b[2J", b"q\x1b[?25lw",
+                                 b"\x1bMup", b"plain\n"])
+def test_unansi_takes_out_what_the_cleaning_takes_out(raw: bytes) -> None:
+    from denpex.logs.normalise import strip_ansi
+
+    unansi = native.unansi()
+    assert unansi is not None
+    got = unansi(raw)
+    assert got is not None
+    assert got.decode().split("\n") == [strip_ansi(x.decode()) for x in raw.split(b"\n")]
+
+
+@needs_loud
+@pytest.mark.parametrize("raw", [b"a\x1b(Bb", b"t\x1b]0;title\x07", b"x\x1b[31", b"\x1b[ 1q", b"\xc2\x9b1m",
+                                 b"y" * 65537 + b"\x1b[0m", b"\x1b[0m" + b"z" * 65536])
+def test_unansi_gives_up_where_it_would_not_be_exact(raw: bytes) -> None:
+    unansi = native.unansi()
+    assert unansi is not None and unansi(raw) is None

@@ -511,6 +511,73 @@ static Py_ssize_t loud_scan(const uint8_t *buf, Py_ssize_t n) {
     return loud_scalar(buf, n, 0);
 }
 
+/* unansi(buffer) -> the bytes without their escape sequences, or None.
+ *
+ * What normalise._ANSI removes from each line, where that is exact byte by byte: a CSI (ESC [, then
+ * bytes 0x30-0x3F, then 0x20-0x2F, then a final byte 0x40-0x7E) and a two-byte ESC form (ESC and a
+ * byte 0x40-0x5A or 0x5C-0x5F). None where a line holds anything else that the cleaning treats
+ * differently: an OSC (ESC ]), an ESC that starts no sequence, the C1 forms (UTF-8 C2 9B / C2 9D),
+ * or a line over 65,536 bytes (the scanner reads such a line in windows, which may cut a sequence).
+ * loud() and the shape keys are then asked about the cleaned bytes; newlines stay where they were. */
+static PyObject *unansi(PyObject *module, PyObject *arg) {
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *buf = (const uint8_t *)view.buf;
+    Py_ssize_t n = view.len;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n);
+    if (out == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    uint8_t *o = (uint8_t *)PyBytes_AS_STRING(out);
+    Py_ssize_t w = 0, line = 0, i = 0;
+    int ok = 1;
+    while (i < n) {
+        const uint8_t *esc = memchr(buf + i, 0x1b, (size_t)(n - i));
+        Py_ssize_t stop = esc ? esc - buf : n;
+        for (Py_ssize_t j = i; j < stop; j++) {  /* plain bytes: copied, line lengths and C1 checked */
+            uint8_t b = buf[j];
+            o[w++] = b;
+            if (b == '\n') {
+                line = 0;
+            } else if (++line > 65536 || (b == 0xc2 && j + 1 < n && (buf[j + 1] == 0x9b || buf[j + 1] == 0x9d))) {
+                ok = 0;
+                break;
+            }
+        }
+        if (!ok || esc == NULL) break;
+        Py_ssize_t j = stop + 1;
+        if (j < n && buf[j] == '[') {
+            j++;
+            while (j < n && buf[j] >= 0x30 && buf[j] <= 0x3f) j++;
+            while (j < n && buf[j] >= 0x20 && buf[j] <= 0x2f) j++;
+            if (j >= n || buf[j] < 0x40 || buf[j] > 0x7e) {
+                ok = 0;
+                break;
+            }
+            i = j + 1;
+        } else if (j < n && ((buf[j] >= 0x40 && buf[j] <= 0x5a) || (buf[j] >= 0x5c && buf[j] <= 0x5f)) && buf[j] != ']') {
+            i = j + 1;
+        } else {
+            ok = 0;
+            break;
+        }
+        line += i - stop;  /* the sequence's bytes count toward its line's length in the raw log */
+        if (line > 65536) {
+            ok = 0;
+            break;
+        }
+    }
+    PyBuffer_Release(&view);
+    if (!ok) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    if (_PyBytes_Resize(&out, w) < 0) return NULL;
+    return out;
+}
+
 static PyObject *loud(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs < 1 || nargs > 2) {
@@ -540,6 +607,8 @@ static PyObject *simd(PyObject *module, PyObject *unused) { return PyBool_FromLo
 
 static PyMethodDef module_methods[] = {
     {"simd", simd, METH_NOARGS, "Whether scans use AVX2 (else one position at a time)."},
+    {"unansi", unansi, METH_O,
+     "unansi(buffer) -> its bytes without CSI and two-byte ESC sequences, or None where that is not exact"},
     {"loud", (PyCFunction)(void (*)(void))loud, METH_FASTCALL,
      "loud(buffer[, length]) -> offset of the first byte where a first-error candidate may start, or -1"},
     {NULL, NULL, 0, NULL}};

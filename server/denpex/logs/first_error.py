@@ -75,7 +75,8 @@ KEYS: tuple[bytes, ...] = (
 # candidate or opens a traceback, and each of those needs, in its cleaned text, one of these literals
 # (an exception name's suffix, a status, an assertion or check, a signal, a bare "Error:"/"Fatal:",
 # a traceback header, a raise line) or a shape that native.loud finds (a level word or glog letter of
-# an error record, an error code, and the bytes whose cleaning could join text into a new word).
+# an error record, an error code, and the bytes whose cleaning could join text into a new word). A
+# chunk with colour codes is asked the same about its bytes without them (native.unansi: exact, or none).
 SHAPE_KEYS: tuple[bytes, ...] = (
     b"Error", b"Exception", b"Failure", b"Fault", b"what():", b"panic", b"Fatal",
     b"INTERNAL:", b"INVALID_ARGUMENT:", b"FAILED_PRECONDITION:", b"RESOURCE_EXHAUSTED:", b"UNIMPLEMENTED:",
@@ -87,6 +88,7 @@ SHAPE_KEYS: tuple[bytes, ...] = (
     b"Traceback (most recent call last)", b"raise ",
 )
 SKIP_QUIET = True  # tests turn it off to compare with a pass that reads every chunk
+ESC_READ_LINES = 32  # a chunk with colour codes and more lines with a key than this is cleaned to test it
 
 _LEVELS = {"DEBUG": "debug", "TRACE": "debug", "INFO": "info", "NOTICE": "info", "WARN": "warning",
            "WARNING": "warning", "ERROR": "error", "FATAL": "fatal", "CRITICAL": "fatal",
@@ -253,6 +255,7 @@ class _Keys:
     _native: native.Searcher | None = None
     _shapes: native.Searcher | None = None
     _loud: Any = None
+    _unansi: Any = None
     _planned = False
 
     def __init__(self, matcher: Matcher, collector: _Collector | None = None) -> None:
@@ -261,42 +264,55 @@ class _Keys:
         if not cls._planned:
             cls._native, cls._planned = native.searcher(KEYS), True
             if cls._native is not None:
-                cls._loud = native.loud()
+                cls._loud, cls._unansi = native.loud(), native.unansi()
                 cls._shapes = native.searcher(SHAPE_KEYS) if cls._loud is not None else None
         if cls._native is None and cls._search is None:
             cls._search = ahocorasick_rs.BytesAhoCorasick(list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
         self.skipped = 0  # chunks found quiet
 
-    def quiet_total(self, data: Buffer) -> int | None:
-        """The newlines in a chunk no line of which can change the answer now, or None."""
-        c, shapes = self.collector, self._shapes
-        if shapes is None or not SKIP_QUIET or c is None or c.open or c.pending is not None or c.done:
-            return None
-        if self._loud(data) >= 0:
-            return None
-        starts, _before, total = shapes.scan(data)
-        return None if starts else total
+    def _idle(self) -> bool:
+        c = self.collector
+        return (self._shapes is not None and SKIP_QUIET and c is not None and not c.open and c.pending is None
+                and not c.done)
+
+    def _dense(self, data: Buffer) -> tuple[list[int], list[int] | None, int | None]:
+        assert self._native is not None
+        starts, before, total = self._native.scan(data)
+        if any(starts[i] > starts[i + 1] for i in range(len(starts) - 1)):  # nearly in order: make it so
+            pairs = sorted(zip(starts, before, strict=True))
+            starts, before = [a for a, _b in pairs], [b for _a, b in pairs]
+        return starts, before, total
+
+    def _quiet(self, data: Buffer, dense: tuple[list[int], list[int] | None, int | None] | None,
+               total: int | None) -> tuple[list[int], list[int] | None, int | None]:
+        """What the scanner gets of a quiet chunk: no line, or only the first line with a key where a
+        range's first line is still wanted (first_error_ranges.join; it changes nothing else here)."""
+        c = self.collector
+        if c is not None and c.skip_from_first and c.first_line is None:
+            starts, before, total = dense if dense is not None else self._dense(data)
+            return (starts[:1], before[:1] if before is not None else None, total) if starts else ([], [], total)
+        self.skipped += 1
+        return [], [], total
 
     def scan_chunk(self, data: Buffer | memoryview) -> tuple[list[int], list[int] | None, int | None]:
         if self._native is not None and not isinstance(data, memoryview):
-            quiet = self.quiet_total(data)
-            if quiet is not None:
-                c = self.collector
-                if c is not None and c.skip_from_first and c.first_line is None:
-                    # a range's first line with a key is still wanted (first_error_ranges.join): that one
-                    # line only, which changes nothing else in a quiet chunk
-                    starts, before, total = self._native.scan(data)
-                    if starts:
-                        i = min(range(len(starts)), key=starts.__getitem__)
-                        return [starts[i]], [before[i]], total
-                    return [], [], total
-                self.skipped += 1
-                return [], [], quiet
-            starts, before, total = self._native.scan(data)
-            if any(starts[i] > starts[i + 1] for i in range(len(starts) - 1)):  # nearly in order: make it so
-                pairs = sorted(zip(starts, before, strict=True))
-                starts, before = [a for a, _b in pairs], [b for _a, b in pairs]
-            return starts, before, total
+            if self._idle():
+                assert self._shapes is not None
+                at = self._loud(data)
+                if at < 0:
+                    starts, _before, total = self._shapes.scan(data)
+                    if not starts:
+                        return self._quiet(data, None, total)
+                elif data[at] == 0x1B and self._unansi is not None:
+                    # colour codes: worth taking out to see whether the chunk is quiet only where it has
+                    # many lines to read (one with few is read at once)
+                    got = self._dense(data)
+                    if len(got[0]) > ESC_READ_LINES:
+                        clean = self._unansi(data)
+                        if clean is not None and self._loud(clean) < 0 and not self._shapes.scan(clean)[0]:
+                            return self._quiet(data, got, got[2])
+                    return got
+            return self._dense(data)
         if self._search is None:
             type(self)._search = ahocorasick_rs.BytesAhoCorasick(
                 list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)

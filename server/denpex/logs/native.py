@@ -53,6 +53,14 @@ def loud() -> Callable[..., int] | None:
     return fn if callable(fn) else None
 
 
+def unansi() -> Callable[..., Any] | None:
+    """_teddy.unansi(buffer): its bytes without CSI and two-byte ESC sequences, as normalise's cleaning
+    takes them out of each line, or None where that is not exact; None where the module lacks it."""
+    mod = _module()
+    fn = getattr(mod, "unansi", None) if mod is not None else None
+    return fn if callable(fn) else None
+
+
 @cache
 def _tables() -> tuple[list[float], dict[bytes, float]]:
     doc = json.loads((Path(__file__).with_name("log_ngrams.json")).read_text(encoding="utf-8"))
