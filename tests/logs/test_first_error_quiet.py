@@ -252,7 +252,9 @@ def test_a_quiet_log_in_colour_is_skipped_chunk_by_chunk(monkeypatch: pytest.Mon
     monkeypatch.setattr(first_error, "ESC_READ_LINES", 4)
     line = (b"[rank1]:\x1b[32m2026-11-30 00:41:07,000\x1b[0m | \x1b[1mINFO    \x1b[0m | step 1 | errors=0 | "
             b"error_rate: 0.01 | 0 failed\n")
-    data = line * 2000 + b"[rank1]:\x1b[31mValue\x1b[0mError: boom\n" + line * 10
+    rng = random.Random(7)  # lines of many lengths: the chunks end inside colour codes too
+    body = b"".join(line.replace(b"step 1", b"step " + b"1" * rng.randrange(1, 40)) for _ in range(2000))
+    data = body + b"[rank1]:\x1b[31mValue\x1b[0mError: boom\n" + line * 10
     keys: list[Any] = []
     real = first_error._Keys.__init__
 

@@ -308,7 +308,11 @@ class _Keys:
                     # many lines to read (one with few is read at once)
                     got = self._dense(data)
                     if len(got[0]) > ESC_READ_LINES:
-                        clean = self._unansi(data)
+                        # up to the last newline: the bytes after it (perhaps cut inside a colour code) are
+                        # never read as a line with this chunk but come again with the next one; a chunk
+                        # without a newline (a carried line at the end, an over-long line) is taken whole
+                        cut = data.rfind(b"\n") + 1
+                        clean = self._unansi(memoryview(data)[:cut] if cut else data)
                         if clean is not None and self._loud(clean) < 0 and not self._shapes.scan(clean)[0]:
                             return self._quiet(data, got, got[2])
                     return got
