@@ -531,22 +531,23 @@ static PyObject *unansi(PyObject *module, PyObject *arg) {
         return NULL;
     }
     uint8_t *o = (uint8_t *)PyBytes_AS_STRING(out);
-    Py_ssize_t w = 0, line = 0, i = 0;
+    Py_ssize_t w = 0, i = 0;
     int ok = 1;
-    while (i < n) {
+    /* first over the raw bytes: the C1 forms, and every line's length */
+    for (const uint8_t *q = memchr(buf, 0xc2, (size_t)n); ok && q != NULL;
+         q = q + 1 < buf + n ? memchr(q + 1, 0xc2, (size_t)(buf + n - q - 1)) : NULL)
+        if (q + 1 < buf + n && (q[1] == 0x9b || q[1] == 0x9d)) ok = 0;
+    for (const uint8_t *q = buf; ok && q < buf + n;) {
+        const uint8_t *nl = memchr(q, '\n', (size_t)(buf + n - q));
+        if (((nl ? nl : buf + n) - q) > 65536) ok = 0;
+        q = nl ? nl + 1 : buf + n;
+    }
+    while (ok && i < n) {
         const uint8_t *esc = memchr(buf + i, 0x1b, (size_t)(n - i));
         Py_ssize_t stop = esc ? esc - buf : n;
-        for (Py_ssize_t j = i; j < stop; j++) {  /* plain bytes: copied, line lengths and C1 checked */
-            uint8_t b = buf[j];
-            o[w++] = b;
-            if (b == '\n') {
-                line = 0;
-            } else if (++line > 65536 || (b == 0xc2 && j + 1 < n && (buf[j + 1] == 0x9b || buf[j + 1] == 0x9d))) {
-                ok = 0;
-                break;
-            }
-        }
-        if (!ok || esc == NULL) break;
+        memcpy(o + w, buf + i, (size_t)(stop - i));
+        w += stop - i;
+        if (esc == NULL) break;
         Py_ssize_t j = stop + 1;
         if (j < n && buf[j] == '[') {
             j++;
@@ -561,12 +562,6 @@ static PyObject *unansi(PyObject *module, PyObject *arg) {
             i = j + 1;
         } else {
             ok = 0;
-            break;
-        }
-        line += i - stop;  /* the sequence's bytes count toward its line's length in the raw log */
-        if (line > 65536) {
-            ok = 0;
-            break;
         }
     }
     PyBuffer_Release(&view);

@@ -269,6 +269,7 @@ class _Keys:
         if cls._native is None and cls._search is None:
             cls._search = ahocorasick_rs.BytesAhoCorasick(list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
         self.skipped = 0  # chunks found quiet
+        self.clean_first = False  # the last chunk with colour codes was quiet without them
 
     def _idle(self) -> bool:
         c = self.collector
@@ -294,6 +295,34 @@ class _Keys:
         self.skipped += 1
         return [], [], total
 
+    def _clean_quiet(self, data: Buffer) -> int | None:
+        """The newlines of a chunk with colour codes that is quiet without them, or None. Taken up to its
+        last newline: the bytes after it (perhaps cut inside a colour code) are never read as a line with
+        this chunk but come again with the next one; a chunk without a newline is taken whole."""
+        assert self._shapes is not None
+        cut = data.rfind(b"\n") + 1
+        clean = self._unansi(memoryview(data)[:cut] if cut else data)
+        if clean is None or self._loud(clean) >= 0:
+            return None
+        starts, _before, total = self._shapes.scan(clean)
+        return None if starts else total
+
+    def _coloured(self, data: Buffer) -> tuple[list[int], list[int] | None, int | None]:
+        """A chunk with colour codes: tested without them where it has many lines with a key (one with few
+        is read at once); after a quiet one, the next is tested before its keys are searched."""
+        if self.clean_first:
+            total = self._clean_quiet(data)
+            if total is not None:
+                return self._quiet(data, None, total)
+            got = self._dense(data)
+            self.clean_first = len(got[0]) > ESC_READ_LINES
+            return got
+        got = self._dense(data)
+        if len(got[0]) > ESC_READ_LINES and self._clean_quiet(data) is not None:
+            self.clean_first = True
+            return self._quiet(data, got, got[2])
+        return got
+
     def scan_chunk(self, data: Buffer | memoryview) -> tuple[list[int], list[int] | None, int | None]:
         if self._native is not None and not isinstance(data, memoryview):
             if self._idle():
@@ -304,18 +333,7 @@ class _Keys:
                     if not starts:
                         return self._quiet(data, None, total)
                 elif data[at] == 0x1B and self._unansi is not None:
-                    # colour codes: worth taking out to see whether the chunk is quiet only where it has
-                    # many lines to read (one with few is read at once)
-                    got = self._dense(data)
-                    if len(got[0]) > ESC_READ_LINES:
-                        # up to the last newline: the bytes after it (perhaps cut inside a colour code) are
-                        # never read as a line with this chunk but come again with the next one; a chunk
-                        # without a newline (a carried line at the end, an over-long line) is taken whole
-                        cut = data.rfind(b"\n") + 1
-                        clean = self._unansi(memoryview(data)[:cut] if cut else data)
-                        if clean is not None and self._loud(clean) < 0 and not self._shapes.scan(clean)[0]:
-                            return self._quiet(data, got, got[2])
-                    return got
+                    return self._coloured(data)
             return self._dense(data)
         if self._search is None:
             type(self)._search = ahocorasick_rs.BytesAhoCorasick(
