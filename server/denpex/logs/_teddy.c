@@ -236,6 +236,22 @@ static int have_avx2(void) {
 
 static int use_avx2 = 0;
 
+/* args[0] as a read-only buffer and its length, cut to args[1] when given and in range (scan, loud). On
+   error nothing is held. */
+static int buffer_and_length(PyObject *const *args, Py_ssize_t nargs, Py_buffer *view, Py_ssize_t *n) {
+    if (PyObject_GetBuffer(args[0], view, PyBUF_SIMPLE) < 0) return -1;
+    *n = view->len;
+    if (nargs == 2) {
+        Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+        if (limit == -1 && PyErr_Occurred()) {
+            PyBuffer_Release(view);
+            return -1;
+        }
+        if (limit >= 0 && limit < *n) *n = limit;
+    }
+    return 0;
+}
+
 static PyObject *Searcher_scan(Searcher *self, PyObject *const *args, Py_ssize_t nargs) {
     if (self->keys == NULL) {
         PyErr_SetString(PyExc_TypeError, "Searcher was not initialised");
@@ -246,16 +262,8 @@ static PyObject *Searcher_scan(Searcher *self, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    Py_ssize_t n = view.len;
-    if (nargs == 2) {
-        Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
-        if (limit == -1 && PyErr_Occurred()) {
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        if (limit >= 0 && limit < n) n = limit;
-    }
+    Py_ssize_t n;
+    if (buffer_and_length(args, nargs, &view, &n) < 0) return NULL;
     PyObject *starts = PyList_New(0), *nls = PyList_New(0);
     Py_ssize_t total = 0;
     int rc = -1;
@@ -580,16 +588,8 @@ static PyObject *loud(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    Py_ssize_t n = view.len;
-    if (nargs == 2) {
-        Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
-        if (limit == -1 && PyErr_Occurred()) {
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        if (limit >= 0 && limit < n) n = limit;
-    }
+    Py_ssize_t n;
+    if (buffer_and_length(args, nargs, &view, &n) < 0) return NULL;
     Py_ssize_t at;
     Py_BEGIN_ALLOW_THREADS
     at = loud_scan((const uint8_t *)view.buf, n);

@@ -10,6 +10,14 @@ from denpex.logs.attribution import process_label
 _COLOURS = {"red": "31", "yellow": "33", "green": "32", "bold": "1", "dim": "2", "cyan": "36"}
 
 
+
+def _where(frames: list[dict[str, Any]]) -> list[str]:
+    """'where:' and the last four frames in the user's code (verdicts and first-error answers alike)."""
+    user = [fr for fr in frames if not fr.get("library")]
+    if not user:
+        return []
+    return ["  where:"] + [f"    {fr['path']}:{fr['line']} in {fr['function']}: {fr['code']}" for fr in user[-4:]]
+
 def _c(text: str, colour: str, on: bool) -> str:
     return f"\x1b[{_COLOURS[colour]}m{text}\x1b[0m" if on else text
 
@@ -47,11 +55,7 @@ def first_error_text(fe: dict[str, Any], colour: bool = False, context_lines: in
         where = f"{fe['file']}:{fe['line']}" if fe.get("file") else f"line {fe['line']}"
         out.append(f"  first error: {where}, {_who(fe)}; confidence {fe.get('confidence')}")
         out.append(f"  {_c('>', 'bold', colour)} {str(fe.get('text', '')).strip()[:300]}")
-        user = [fr for fr in fe.get("frames", []) if not fr.get("library")]
-        if user:
-            out.append("  where:")
-            for fr in user[-4:]:
-                out.append(f"    {fr['path']}:{fr['line']} in {fr['function']}: {fr['code']}")
+        out.extend(_where(fe.get("frames", [])))
     for note in fe.get("notes", []):
         out.extend(textwrap.wrap(note, 100, initial_indent="  note: ", subsequent_indent="        "))
     for alt in fe.get("alternatives", [])[:4]:
@@ -108,11 +112,7 @@ def render_doc_text(doc: dict[str, Any], colour: bool = False, context_lines: in
     if v.get("via"):
         out.append(f"  (refined from {v['via']} by the failing source line)")
     out.append(f"  {_c('>', 'bold', colour)} {str(v['text']).strip()[:300]}")
-    user = [fr for fr in v.get("frames", []) if not fr.get("library")]
-    if user:
-        out.append("  where:")
-        for fr in user[-4:]:
-            out.append(f"    {fr['path']}:{fr['line']} in {fr['function']}: {fr['code']}")
+    out.extend(_where(v.get("frames", [])))
     for note in v.get("notes", []):
         out.extend(textwrap.wrap(note, 100, initial_indent="  note: ", subsequent_indent="        "))
     fp = v.get("fingerprint")
