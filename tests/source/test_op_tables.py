@@ -1,0 +1,137 @@
+"""The op tables generated from PyTorch (server/denpex/source/ops/aten_tables.json, bench/gen_op_tables.py): the
+committed entry against the installed torch, the spellings of known cases, and the loader without torch."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from denpex.source import ops
+from denpex.source.ops import CallArgs
+
+REPO = Path(__file__).resolve().parents[2]
+GEN = REPO / "bench" / "gen_op_tables.py"
+TABLE = REPO / "server" / "denpex" / "source" / "ops" / "aten_tables.json"
+
+
+def _gen() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_op_tables", GEN)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_committed_table_is_what_the_installed_torch_gives() -> None:
+    torch = pytest.importorskip("torch")
+    gen = _gen()
+    key = gen.version_key(torch.__version__)
+    committed = json.loads(TABLE.read_text(encoding="utf-8"))["versions"]
+    assert key in committed, f"no entry for torch {key}: run bench/gen_op_tables.py"
+    fresh = gen.generate(torch)
+    for cat in ("dynamic_shape", "host_sync", "random"):
+        old, new = committed[key]["spellings"][cat], fresh["spellings"][cat]
+        assert sorted(set(old) ^ set(new)) == [], cat
+        assert old == new, cat
+    assert committed[key] == fresh
+
+
+def test_tags_give_the_tagged_overloads() -> None:
+    t = ops.tables("2.13")
+    assert t.key == "2.13"
+    raw = json.loads(TABLE.read_text(encoding="utf-8"))["versions"]["2.13"]["aten"]
+    assert "nonzero.default" in raw["dynamic_shape"] and "masked_select.default" in raw["dynamic_shape"]
+    assert "_local_scalar_dense.default" in raw["host_sync"] and "item.default" in raw["host_sync"]
+    assert "bernoulli.p" in raw["random"] and "randn.default" in raw["random"]
+    assert "add.Tensor" not in raw["dynamic_shape"] + raw["host_sync"] + raw["random"]
+
+
+@pytest.mark.parametrize(("name", "nargs"), [
+    ("torch.nonzero", 1), ("Tensor.nonzero", 0), ("torch.argwhere", 1), ("torch.unique", 1), ("Tensor.unique", 0),
+    ("torch.unique_consecutive", 1), ("torch.masked_select", 2), ("Tensor.masked_select", 1), ("torch.where", 1),
+    ("torch.bincount", 1), ("torch.nn.functional.one_hot", 1),
+])
+def test_dynamic_shape_spellings(name: str, nargs: int) -> None:
+    assert ops.is_dynamic_shape(name, nargs)
+    assert ops.is_host_sync(name, nargs)  # the size is read on the host
+
+
+def test_where_depends_on_its_arity() -> None:
+    assert ops.is_dynamic_shape("torch.where", 1)
+    assert not ops.is_dynamic_shape("torch.where", 3)
+    assert not ops.is_host_sync("torch.where", 3)
+    e = ops.tables().lookup("dynamic_shape", "torch.where")
+    assert e is not None and e.via == "probe" and "nonzero.default" in e.aten
+
+
+def test_size_given_means_no_host_read() -> None:
+    assert not ops.is_dynamic_shape("torch.nn.functional.one_hot", 2)
+    assert not ops.is_dynamic_shape("torch.nn.functional.one_hot", CallArgs(("y",), {"num_classes": "10"}))
+    tensor_repeats = CallArgs(("x", "r"), is_tensor=lambda i: i == 1)
+    assert ops.is_dynamic_shape("torch.repeat_interleave", tensor_repeats)
+    assert not ops.is_dynamic_shape("torch.repeat_interleave", CallArgs(("x", "2"), is_tensor=lambda i: False))
+    assert not ops.is_dynamic_shape("torch.repeat_interleave",
+                                    CallArgs(("x", "r"), {"output_size": "n"}, is_tensor=lambda i: i == 1))
+    assert ops.is_dynamic_shape("torch.repeat_interleave", 1)  # repeat_interleave(repeats)
+    assert ops.is_dynamic_shape("Tensor.repeat_interleave", CallArgs(("r",), is_tensor=lambda i: i == 0))
+
+
+def test_host_sync_spellings() -> None:
+    for name in ("Tensor.item", "torch.equal", "torch.allclose", "Tensor.tolist", "torch.is_nonzero",
+                 "torch.linalg.inv", "torch.linalg.cholesky", "torch.linalg.solve"):
+        assert ops.is_host_sync(name, 1), name
+    assert ops.is_host_sync("int", CallArgs(("t",), is_tensor=lambda i: True))
+    assert not ops.is_host_sync("int", CallArgs(("n",), is_tensor=lambda i: False))
+    assert not ops.is_host_sync("torch.linalg.inv_ex", 1)
+    assert ops.is_host_sync("torch.linalg.inv_ex", CallArgs(("a",), {"check_errors": "True"}))
+    assert not ops.is_host_sync("torch.add", 2) and not ops.is_host_sync("Tensor.sum", 0)
+
+
+def test_svd_backward_note_is_not_a_forward_sync() -> None:
+    # linalg.svd's docstring speaks of its complex gradients only
+    assert ops.tables().lookup("host_sync", "torch.linalg.svd") is None
+
+
+def test_random_spellings() -> None:
+    for name in ("torch.randn", "torch.rand", "torch.randint", "torch.randperm", "torch.bernoulli", "Tensor.bernoulli_",
+                 "torch.multinomial", "Tensor.normal_", "Tensor.uniform_", "torch.randn_like", "torch.poisson"):
+        assert ops.is_random(name, 1), name
+    assert ops.is_random("torch.nn.functional.dropout", CallArgs(("x",)))
+    assert ops.is_random("torch.nn.functional.dropout", CallArgs(("x",), {"training": "self.training"}))
+    assert not ops.is_random("torch.nn.functional.dropout", CallArgs(("x",), {"training": "False"}))
+    assert not ops.is_random("torch.nn.functional.dropout", CallArgs(("x", "0.1", "False")))
+    assert not ops.is_random("torch.nn.functional.alpha_dropout", CallArgs(("x",)))  # training=False by default
+    sdpa = "torch.nn.functional.scaled_dot_product_attention"
+    assert not ops.is_random(sdpa, CallArgs(("q", "k", "v")))
+    assert ops.is_random(sdpa, CallArgs(("q", "k", "v"), {"dropout_p": "0.1"}))
+    assert not ops.is_random("torch.zeros", 1) and not ops.is_random("torch.nn.functional.relu", 1)
+
+
+def test_names_normalise_and_explicit_sync() -> None:
+    assert ops.is_dynamic_shape("torch.Tensor.nonzero", 0)
+    assert ops.is_explicit_sync("torch.cuda.synchronize")
+    assert ops.is_explicit_sync("torch.cuda.Event.query")
+    assert not ops.is_explicit_sync("torch.cuda.current_device")
+
+
+def test_version_choice() -> None:
+    assert ops.tables("2.13.0+cu128").key == "2.13"
+    assert ops.tables("9.99").key == ops.available()[-1]
+    assert ops.tables("1.0").key == ops.available()[0]
+
+
+def test_loader_works_without_torch() -> None:
+    code = (
+        "import sys; sys.modules['torch'] = None\n"  # any `import torch` now raises
+        "from denpex.source import ops\n"
+        "print(ops.is_dynamic_shape('torch.where', 1), ops.is_dynamic_shape('torch.where', 3),"
+        " ops.is_random('torch.randn', 1), ops.is_host_sync('Tensor.item', 0))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False", "True", "True"]
