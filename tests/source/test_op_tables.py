@@ -20,10 +20,12 @@ GEN = REPO / "bench" / "gen_op_tables.py"
 TABLE = REPO / "server" / "denpex" / "source" / "ops" / "aten_tables.json"
 
 
-def _gen() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_op_tables", GEN)
+def _gen(path: Path = GEN) -> ModuleType:
+    name = path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # its dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
 
@@ -135,3 +137,68 @@ def test_loader_works_without_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "False", "True", "True"]
+
+
+# ---- torch's own Python functions (ops/torch_summaries.json, bench/gen_torch_summaries.py) -----------------------
+
+SUMMARIES = REPO / "server" / "denpex" / "source" / "ops" / "torch_summaries.json"
+GEN_SUMMARIES = REPO / "bench" / "gen_torch_summaries.py"
+
+
+def _judged(name: str, positional: list[str], keywords: dict[str, str] | None = None) -> list[tuple[bool, str]]:
+    from denpex.source.ops import summaries
+
+    return [(j.sure, j.hazard.kind) for j in summaries.judge(name, positional, keywords or {})]
+
+
+def test_committed_summaries_are_what_the_installed_torch_gives() -> None:
+    torch = pytest.importorskip("torch")
+    gen = _gen(GEN_SUMMARIES)
+    key = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    committed = json.loads(SUMMARIES.read_text(encoding="utf-8"))["versions"]
+    assert key in committed, f"no summaries for torch {key}: run bench/gen_torch_summaries.py"
+    fresh = gen.generate(torch)
+    assert sorted(set(committed[key]["functions"]) ^ set(fresh["functions"])) == []
+    assert committed[key] == fresh
+
+
+def test_clip_grad_norm_reads_the_norm_only_with_error_if_nonfinite() -> None:
+    name = "torch.nn.utils.clip_grad_norm_"
+    assert _judged(name, ["params", "1.0"]) == []
+    assert _judged(name, ["params", "1.0"], {"error_if_nonfinite": "True"}) == [(True, "host_sync")]
+    assert _judged(name, ["params", "1.0", "2.0", "True"]) == [(True, "host_sync")]  # positionally
+    assert _judged(name, ["params", "1.0"], {"error_if_nonfinite": "cfg.strict"}) == [(False, "host_sync")]
+    from denpex.source.ops import summaries
+
+    s = summaries.summary(name)
+    assert s is not None and s.name == "torch.nn.utils.clip_grad.clip_grad_norm_"
+    assert s.hazards[0].via == ("_get_total_norm",)
+
+
+def test_distributions_validate_by_default() -> None:
+    assert _judged("torch.distributions.Normal.__init__", ["mu", "sd"]) == [(True, "host_sync")]
+    assert _judged("torch.distributions.Normal.__init__", ["mu", "sd"], {"validate_args": "False"}) == []
+    assert _judged("torch.distributions.Normal.__init__", ["mu", "sd", "False"]) == []
+    assert (True, "host_sync") in _judged("torch.distributions.Normal.log_prob", ["x"])
+
+
+def test_grad_scaler_step_and_optimizers() -> None:
+    assert _judged("torch.amp.GradScaler.step", ["opt"]) == [(True, "host_sync")]
+    assert _judged("torch.amp.GradScaler.unscale_", ["opt"]) == []  # found_inf stays on the device
+    adam = _judged("torch.optim.Adam.step", [])
+    assert adam and all(not sure for sure, _ in adam)  # only where the group is not capturable
+
+
+def test_dropout_draws_only_in_training() -> None:
+    assert _judged("torch.nn.functional.dropout", ["x"]) == [(True, "random")]
+    assert _judged("torch.nn.functional.dropout", ["x"], {"training": "False"}) == []
+    assert _judged("torch.nn.functional.dropout", ["x", "0.1", "self.training"]) == [(False, "random")]
+
+
+def test_conditions_fold() -> None:
+    from denpex.source.ops.summaries import decide
+
+    assert decide(["(False if False is not None else self.v)"]) is None
+    assert decide(["(None if None is not None else x)"]) == ["x"]
+    assert decide(["not torch.jit.is_scripting()", "a"]) == ["a"]  # eager code: no TorchScript
+    assert decide(["True and b", "not (False or c)"]) == ["b", "not c"]

@@ -9,12 +9,17 @@
  * each reported key start carries the number of newlines before it (a key holds no newline).
  *
  * A key's fingerprint is 4 of its bytes at an offset chosen by the caller (the rarest in log
- * text), not necessarily its first 4. Python's denpex.logs.native builds the tables' inputs and
+ * text), not necessarily its first 4. Given the anchors a key stands for (each anchor under one key
+ * it holds, with the key's offset in it), a key's start is reported only where one of them is there
+ * too, as that anchor's start: a key like '.py", li' (for 'graphs.py", line ') is on every traceback
+ * frame, and checking each such line in Python cost 3 s a GiB where a fifth of the lines are frames.
+ * Where the CPU has AVX-512BW the filter takes 64 bytes a step, else 32 (AVX2). Python's denpex.logs.native builds the tables' inputs and
  * falls back to the crate where this module is missing or the CPU lacks AVX2.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -40,6 +45,10 @@ typedef struct {
     uint32_t slot_fp[SLOTS];
     int nsets;
     uint8_t lo[SETS][FP][32], hi[SETS][FP][32];  /* nibble masks, the 16-byte table twice (per lane) */
+    PyObject *anchors;        /* a tuple of bytes, or NULL: report key starts as they are */
+    Py_ssize_t *first;        /* key i's anchors are first[i] .. first[i + 1] - 1 */
+    const uint8_t **anc;
+    Py_ssize_t *anc_len, *anc_off;  /* an anchor's length, and the offset of its key in it */
 } Searcher;
 
 static uint32_t fp_hash(uint32_t x) { return (x * 2654435761u) >> 22; }
@@ -49,15 +58,90 @@ static void Searcher_dealloc(Searcher *self) {
     PyMem_Free(self->len);
     PyMem_Free(self->off);
     PyMem_Free(self->chain);
+    PyMem_Free(self->first);
+    PyMem_Free((void *)self->anc);
+    PyMem_Free(self->anc_len);
+    PyMem_Free(self->anc_off);
     Py_XDECREF(self->keys);
+    Py_XDECREF(self->anchors);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Searcher(keys: sequence of bytes, offsets: sequence of int, buckets: sequence of int in 0..31) */
+/* Key i's anchors from anchors_in[i], a sequence of (anchor bytes, offset of key i in it); 0 or -1. */
+static int set_anchors(Searcher *self, PyObject *anchors_in, Py_ssize_t n) {
+    PyObject *per = PySequence_Tuple(anchors_in);
+    if (per == NULL) return -1;
+    if (PyTuple_GET_SIZE(per) != n) {
+        PyErr_SetString(PyExc_ValueError, "need one sequence of (anchor, offset) pairs per key");
+        Py_DECREF(per);
+        return -1;
+    }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t m = PySequence_Size(PyTuple_GET_ITEM(per, i));
+        if (m < 0) {
+            Py_DECREF(per);
+            return -1;
+        }
+        total += m;
+    }
+    PyObject *keep = PyTuple_New(total);
+    self->first = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+    self->anc = PyMem_Calloc((size_t)total + 1, sizeof(uint8_t *));
+    self->anc_len = PyMem_Calloc((size_t)total + 1, sizeof(Py_ssize_t));
+    self->anc_off = PyMem_Calloc((size_t)total + 1, sizeof(Py_ssize_t));
+    if (keep == NULL || !self->first || !self->anc || !self->anc_len || !self->anc_off) {
+        Py_XDECREF(keep);
+        Py_DECREF(per);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        self->first[i] = j;
+        PyObject *pairs = PySequence_Tuple(PyTuple_GET_ITEM(per, i));
+        if (pairs == NULL) goto fail;
+        for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(pairs); q++, j++) {
+            PyObject *pair = PyTuple_GET_ITEM(pairs, q), *a;
+            Py_ssize_t off;
+            if (!PyArg_ParseTuple(pair, "Sn", &a, &off)) {
+                Py_DECREF(pairs);
+                goto fail;
+            }
+            Py_ssize_t alen = PyBytes_GET_SIZE(a);
+            /* the key must sit inside the anchor at that offset, or a match would be missed */
+            if (off < 0 || off + self->len[i] > alen ||
+                memcmp(PyBytes_AS_STRING(a) + off, self->key[i], (size_t)self->len[i]) != 0 ||
+                memchr(PyBytes_AS_STRING(a), '\n', (size_t)alen) != NULL) {
+                PyErr_SetString(PyExc_ValueError, "an anchor must hold its key at the offset given, and no newline");
+                Py_DECREF(pairs);
+                goto fail;
+            }
+            Py_INCREF(a);
+            PyTuple_SET_ITEM(keep, j, a);
+            self->anc[j] = (const uint8_t *)PyBytes_AS_STRING(a);
+            self->anc_len[j] = alen;
+            self->anc_off[j] = off;
+        }
+        Py_DECREF(pairs);
+    }
+    self->first[n] = j;
+    self->anchors = keep;
+    Py_DECREF(per);
+    return 0;
+fail:
+    Py_DECREF(keep);
+    Py_DECREF(per);
+    return -1;
+}
+
+/* Searcher(keys: sequence of bytes, offsets: sequence of int, buckets: sequence of int in 0..31,
+ *          anchors=None: per key, a sequence of (anchor, offset of the key in it)) */
 static int Searcher_init(Searcher *self, PyObject *args, PyObject *kwds) {
-    PyObject *keys_in, *offs_in, *bucks_in;
-    static char *names[] = {"keys", "offsets", "buckets", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO", names, &keys_in, &offs_in, &bucks_in)) return -1;
+    PyObject *keys_in, *offs_in, *bucks_in, *anchors_in = Py_None;
+    static char *names[] = {"keys", "offsets", "buckets", "anchors", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O", names, &keys_in, &offs_in, &bucks_in, &anchors_in))
+        return -1;
     if (self->keys != NULL) {
         PyErr_SetString(PyExc_TypeError, "Searcher is already initialised");
         return -1;
@@ -76,6 +160,13 @@ static int Searcher_init(Searcher *self, PyObject *args, PyObject *kwds) {
     PyMem_Free(self->len);
     PyMem_Free(self->off);
     PyMem_Free(self->chain);
+    PyMem_Free(self->first);
+    PyMem_Free((void *)self->anc);
+    PyMem_Free(self->anc_len);
+    PyMem_Free(self->anc_off);
+    self->first = NULL;
+    self->anc = NULL;
+    self->anc_len = self->anc_off = NULL;
     self->key = PyMem_Calloc((size_t)n, sizeof(uint8_t *));
     self->len = PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
     self->off = PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
@@ -128,6 +219,7 @@ static int Searcher_init(Searcher *self, PyObject *args, PyObject *kwds) {
             self->hi[set][j][16 + (c >> 4)] |= bit;
         }
     }
+    if (anchors_in != Py_None && set_anchors(self, anchors_in, n) < 0) goto fail;
     self->nkeys = n;
     self->keys = keys;
     Py_DECREF(offs);
@@ -151,6 +243,16 @@ static int verify(Searcher *t, const uint8_t *buf, Py_ssize_t n, Py_ssize_t pos,
             for (int i = t->slot_key[h]; i >= 0; i = t->chain[i]) {
                 Py_ssize_t st = pos - t->off[i];
                 if (st < 0 || st + t->len[i] > n || memcmp(buf + st, t->key[i], (size_t)t->len[i]) != 0) continue;
+                if (t->anchors != NULL) {  /* the first of its anchors that is there, else nothing */
+                    Py_ssize_t j = t->first[i];
+                    for (; j < t->first[i + 1]; j++) {
+                        Py_ssize_t as = st - t->anc_off[j];
+                        if (as >= 0 && as + t->anc_len[j] <= n && memcmp(buf + as, t->anc[j], (size_t)t->anc_len[j]) == 0)
+                            break;
+                    }
+                    if (j == t->first[i + 1]) continue;
+                    st -= t->anc_off[j];
+                }
                 PyObject *a = PyLong_FromSsize_t(st), *b = PyLong_FromSsize_t(nl);
                 int bad = a == NULL || b == NULL || PyList_Append(starts, a) < 0 || PyList_Append(nls, b) < 0;
                 Py_XDECREF(a);
@@ -228,6 +330,54 @@ static int scan_avx2(Searcher *t, const uint8_t *buf, Py_ssize_t n, Py_ssize_t *
     return scan_scalar(t, buf, n, p, nl_out, starts, nls);
 }
 
+/* scan_avx2 with 64 bytes a step: the same shuffles (within each 16-byte lane) on twice the bytes. */
+__attribute__((target("avx512f,avx512bw,popcnt,bmi")))
+static int scan_avx512(Searcher *t, const uint8_t *buf, Py_ssize_t n, Py_ssize_t *nl_out,
+                       PyObject *starts, PyObject *nls) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    const __m512i newline = _mm512_set1_epi8('\n');
+    const int S = t->nsets;
+    __m512i lo[SETS][FP], hi[SETS][FP];
+    for (int s = 0; s < S; s++)
+        for (int j = 0; j < FP; j++) {
+            lo[s][j] = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t->lo[s][j]));
+            hi[s][j] = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t->hi[s][j]));
+        }
+    Py_ssize_t p = 0, nl = 0;
+    for (; p + 64 + FP - 1 <= n; p += 64) {
+        __m512i l[FP], h[FP];
+        for (int j = 0; j < FP; j++) {
+            __m512i v = _mm512_loadu_si512((const void *)(buf + p + j));
+            l[j] = _mm512_and_si512(v, low);
+            h[j] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        }
+        __m512i hit = _mm512_setzero_si512();
+        for (int s = 0; s < S; s++) {
+            __m512i a = _mm512_and_si512(_mm512_shuffle_epi8(lo[s][0], l[0]), _mm512_shuffle_epi8(hi[s][0], h[0]));
+            __m512i b = _mm512_and_si512(_mm512_shuffle_epi8(lo[s][1], l[1]), _mm512_shuffle_epi8(hi[s][1], h[1]));
+            __m512i c = _mm512_and_si512(_mm512_shuffle_epi8(lo[s][2], l[2]), _mm512_shuffle_epi8(hi[s][2], h[2]));
+            __m512i d = _mm512_and_si512(_mm512_shuffle_epi8(lo[s][3], l[3]), _mm512_shuffle_epi8(hi[s][3], h[3]));
+            hit = _mm512_or_si512(hit, _mm512_and_si512(_mm512_and_si512(a, b), _mm512_and_si512(c, d)));
+        }
+        unsigned long long nlmask = _mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)(buf + p)), newline);
+        unsigned long long cand = _mm512_test_epi8_mask(hit, hit);
+        while (cand) {
+            int k = __builtin_ctzll(cand);
+            cand &= cand - 1;
+            Py_ssize_t before = nl + __builtin_popcountll(nlmask & ((1ull << k) - 1ull));
+            if (verify(t, buf, n, p + k, before, starts, nls) < 0) return -1;
+        }
+        nl += __builtin_popcountll(nlmask);
+    }
+    *nl_out = nl;
+    return scan_scalar(t, buf, n, p, nl_out, starts, nls);
+}
+
+static int have_avx512(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+}
+
 static int have_avx2(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi");
@@ -235,6 +385,7 @@ static int have_avx2(void) {
 #endif
 
 static int use_avx2 = 0;
+static int use_avx512 = 0;
 
 /* args[0] as a read-only buffer and its length, cut to args[1] when given and in range (scan, loud). On
    error nothing is held. */
@@ -269,7 +420,9 @@ static PyObject *Searcher_scan(Searcher *self, PyObject *const *args, Py_ssize_t
     int rc = -1;
     if (starts != NULL && nls != NULL) {
 #if DENPEX_AVX2
-        if (use_avx2)
+        if (use_avx512)
+            rc = scan_avx512(self, (const uint8_t *)view.buf, n, &total, starts, nls);
+        else if (use_avx2)
             rc = scan_avx2(self, (const uint8_t *)view.buf, n, &total, starts, nls);
         else
 #endif
@@ -600,8 +753,30 @@ static PyObject *loud(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 static PyObject *simd(PyObject *module, PyObject *unused) { return PyBool_FromLong(use_avx2); }
 
+static int best_level = 0;  /* 0 one position at a time, 1 AVX2, 2 AVX-512BW: what the CPU has */
+
+/* level([n]) -> the level Searcher.scan uses (0 scalar, 1 AVX2, 2 AVX-512BW); with n, use at most n
+   (tests compare the three; loud() keeps its AVX2 loop while the level is 1 or more). */
+static PyObject *level(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "level([n])");
+        return NULL;
+    }
+    if (nargs == 1) {
+        long want = PyLong_AsLong(args[0]);
+        if (want == -1 && PyErr_Occurred()) return NULL;
+        int lv = want < best_level ? (int)(want < 0 ? 0 : want) : best_level;
+        use_avx2 = lv >= 1;
+        use_avx512 = lv >= 2;
+    }
+    return PyLong_FromLong(use_avx512 ? 2 : use_avx2 ? 1 : 0);
+}
+
 static PyMethodDef module_methods[] = {
     {"simd", simd, METH_NOARGS, "Whether scans use AVX2 (else one position at a time)."},
+    {"level", (PyCFunction)(void (*)(void))level, METH_FASTCALL,
+     "level([n]) -> the SIMD level of Searcher.scan (0 scalar, 1 AVX2, 2 AVX-512BW); with n, use at most n"},
     {"unansi", unansi, METH_O,
      "unansi(buffer) -> its bytes without CSI and two-byte ESC sequences, or None where that is not exact"},
     {"loud", (PyCFunction)(void (*)(void))loud, METH_FASTCALL,
@@ -613,7 +788,9 @@ static struct PyModuleDef teddy_module = {PyModuleDef_HEAD_INIT, "denpex.logs._t
 PyMODINIT_FUNC PyInit__teddy(void) {
 #if DENPEX_AVX2
     use_avx2 = have_avx2();
+    use_avx512 = use_avx2 && have_avx512() && getenv("DENPEX_NO_AVX512") == NULL;
 #endif
+    best_level = use_avx512 ? 2 : use_avx2 ? 1 : 0;
     loud_init();
 #if DENPEX_AVX2
     loud_tables();

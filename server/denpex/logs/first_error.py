@@ -262,10 +262,10 @@ class _Keys:
         self.matcher, self.collector = matcher, collector
         cls = type(self)
         if not cls._planned:
-            cls._native, cls._planned = native.searcher(KEYS), True
+            cls._native, cls._planned = native.searcher(KEYS, "first-error"), True
             if cls._native is not None:
                 cls._loud, cls._unansi = native.loud(), native.unansi()
-                cls._shapes = native.searcher(SHAPE_KEYS) if cls._loud is not None else None
+                cls._shapes = native.searcher(SHAPE_KEYS, "first-error-shapes") if cls._loud is not None else None
         if cls._native is None and cls._search is None:
             cls._search = ahocorasick_rs.BytesAhoCorasick(list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
         self.skipped = 0  # chunks found quiet

@@ -99,7 +99,8 @@ class Matcher:
                 ahocorasick_rs.BytesAhoCorasick(list(g), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
                 for g in key_groups(keys)
             ]
-            self.native = native.searcher(keys)
+            # anchors too: a key's line is reported only where an anchor holding the key is on it
+            self.native = native.searcher(keys, anchors=tuple(a.encode("utf-8") for a in anchors))
         # On a candidate line every anchor counts, overlapping or not.
         self.text_anchors = ahocorasick_rs.AhoCorasick(anchors)
         # compiled on first use: a run checks few signatures, and compiling all 150 cost a tenth

@@ -103,8 +103,15 @@ def plan(keys: tuple[bytes, ...]) -> tuple[list[int], list[int]]:
     return offsets, buckets
 
 
-def searcher(keys: tuple[bytes, ...]) -> Searcher | None:
-    """A native searcher for these keys, or None where there is none (or the keys do not suit it)."""
+def searcher(keys: tuple[bytes, ...], role: str = "rules",
+             anchors: tuple[bytes, ...] | None = None) -> Searcher | None:
+    """A native searcher for these keys, or None where there is none (or the keys do not suit it).
+
+    `role` names the key set's cache entry: an entry replaces its install's older one of the same
+    name, so key sets used in one run (the rule book's, the first-error pass's two) need a name each
+    (under one name they replaced each other, and a log with no verdict planned all three, about
+    0.1 s, on every run). With `anchors` (each holding one of the keys), a key's start is reported
+    only where an anchor holding it is there, as that anchor's start (see anchor_table)."""
     mod = _module()
     if mod is None or not keys or len(keys) > MAX_KEYS:
         return None
@@ -113,10 +120,28 @@ def searcher(keys: tuple[bytes, ...]) -> Searcher | None:
     from denpex.rulebook.cache import cached
 
     here = Path(__file__)
-    offsets, buckets = cached("native-plan", [here, here.with_name("log_ngrams.json")],
+    offsets, buckets = cached(f"native-plan-{role}", [here, here.with_name("log_ngrams.json")],
                               lambda: plan(keys), b"\0".join(keys))
+    table = anchor_table(keys, anchors) if anchors is not None else None
+    if anchors is not None and table is None:
+        return None  # an anchor holds no key: the keys do not cover them
     try:  # a cache entry is checked, not trusted: the searcher rejects offsets or buckets out of range
-        searcher: Searcher = mod.Searcher(list(keys), offsets, buckets)
+        searcher: Searcher = mod.Searcher(list(keys), offsets, buckets, table)
     except (TypeError, ValueError):
-        searcher = mod.Searcher(list(keys), *plan(keys))
+        searcher = mod.Searcher(list(keys), *plan(keys), table)
     return searcher
+
+
+def anchor_table(keys: tuple[bytes, ...], anchors: tuple[bytes, ...]) -> list[list[tuple[bytes, int]]] | None:
+    """Per key, the anchors it stands for and its offset in each; each anchor under one key it holds
+    (where an anchor is, that key is at that offset), or None where an anchor holds none."""
+    table: list[list[tuple[bytes, int]]] = [[] for _ in keys]
+    for a in dict.fromkeys(anchors):
+        for i, k in enumerate(keys):
+            at = a.find(k)
+            if at >= 0:
+                table[i].append((a, at))
+                break
+        else:
+            return None
+    return table

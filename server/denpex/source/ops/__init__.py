@@ -125,11 +125,20 @@ class OpTables:
         return self.spellings.get(category, {}).get(normalise(name))
 
 
+_ALIASES = (("torch._VF.", "torch."), ("torch._C._VariableFunctions.", "torch."), ("torch._C._nn.", "torch.nn.functional."),
+            ("torch._C._linalg.linalg_", "torch.linalg."), ("torch._C._special.special_", "torch.special."),
+            ("torch._C._fft.fft_", "torch.fft."))
+
+
 def normalise(name: str) -> str:
-    """`torch.Tensor.x` and `torch._C.TensorBase.x` -> `Tensor.x`; `builtins.int` -> `int`."""
+    """`torch.Tensor.x` and `torch._C.TensorBase.x` -> `Tensor.x`; `torch._VF.x` -> `torch.x`, `torch._C._nn.x`
+    -> `torch.nn.functional.x`; `builtins.int` -> `int`."""
     for pre in ("torch.Tensor.", "torch._C.TensorBase.", "torch._C._TensorBase."):
         if name.startswith(pre):
             return "Tensor." + name[len(pre):]
+    for pre, to in _ALIASES:  # the bindings torch's own Python code calls ops through
+        if name.startswith(pre):
+            return to + name[len(pre):]
     return name[len("builtins."):] if name.startswith("builtins.") else name
 
 
