@@ -5,7 +5,8 @@
 
 The folder holds the logs and a ``gold.tsv`` with the columns ``file``, ``url``, ``line`` (the 1-based
 line a person names as what failed first, empty where it is not in the log), ``rank`` (empty: no
-rank expected), ``initiating`` (``present`` or ``absent``) and ``why``. Each log is diagnosed by the
+rank expected), ``initiating`` (``present`` or ``absent``), optionally ``set`` (``held-out``, or ``tuned``
+for a log a rule was written from after the first score) and ``why``. Each log is diagnosed by the
 CLI as a user runs it (``python -m denpex diagnose FILE --format json``, one process per log).
 
 What counts as the answer: the verdict's line and rank, unless the verdict is missing or of low
@@ -16,7 +17,8 @@ rule knows the failure"). Per log it prints the gold, the answer and whether the
 - rank accuracy: answers whose rank is the gold rank, over present logs whose gold names a rank;
 - no-confident-verdict rate: logs whose gold says ``absent`` and whose verdict is not of high
   confidence (a high one there names collateral as the cause: a wrong confident verdict), over those
-  logs; how many of them also say "the initiating error is not in this log" is shown beside it.
+  logs; how many of them also say "the initiating error is not in this log" is shown beside it;
+- the same three over the held-out logs alone, where the gold marks some as tuned.
 
 Exit 0 always (it is a measurement, not a gate; tests/logs/test_fresh40.py is the gate).
 """
@@ -45,6 +47,7 @@ class Gold:
     line: int | None  # None: the initiating line is not in the log
     rank: int | None
     why: str
+    held_out: bool = True  # False: a rule was written from this log after the first score
 
 
 @dataclass
@@ -74,7 +77,7 @@ def read_gold(folder: Path) -> list[Gold]:
         if absent == bool(r["line"]):  # a present log needs its line, an absent one has none
             raise ValueError(f"{r['file']}: initiating={r['initiating']} but line={r['line']!r}")
         out.append(Gold(r["file"], r["url"], int(r["line"]) if r["line"] else None,
-                        int(r["rank"]) if r["rank"] else None, r["why"]))
+                        int(r["rank"]) if r["rank"] else None, r["why"], r.get("set", "held-out") != "tuned"))
     return out
 
 
@@ -128,6 +131,13 @@ def summary(judged: list[Judged]) -> dict[str, Any]:
             "said_not_in_this_log": said}
 
 
+def line_of(s: dict[str, Any], what: str) -> str:
+    return (f"{s['logs']} {what}: first line {s['first_line_ok']}/{s['present']} ({s['first_line_accuracy_pct']}%), "
+            f"rank {s['rank_ok']}/{s['ranked']} ({s['rank_accuracy_pct']}%), no confident verdict where the "
+            f"initiating line is absent {s['no_confident_verdict']}/{s['absent']} ({s['no_confident_verdict_pct']}%; "
+            f"{s['said_not_in_this_log']} of them say '{NOT_HERE}')")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", nargs="?", type=Path, default=DEFAULT)
@@ -149,12 +159,15 @@ def main(argv: list[str] | None = None) -> int:
         got = f"line {a.line} rank {a.rank}" if a.line is not None else "-"
         print(f"{mark:15} {g.file:55} gold {want:16} got {got:20} {a.by} ({a.confidence or 'no verdict'})")
     s = summary(judged)
-    print(f"\n{s['logs']} logs: first line {s['first_line_ok']}/{s['present']} ({s['first_line_accuracy_pct']}%), "
-          f"rank {s['rank_ok']}/{s['ranked']} ({s['rank_accuracy_pct']}%), no confident verdict where the "
-          f"initiating line is absent {s['no_confident_verdict']}/{s['absent']} ({s['no_confident_verdict_pct']}%; "
-          f"{s['said_not_in_this_log']} of them say '{NOT_HERE}')")
+    print()
+    print(line_of(s, "logs"))
+    held = [j for j in judged if j.gold.held_out]
+    h = summary(held) if len(held) < len(judged) else None
+    if h is not None:
+        print(line_of(h, "held-out logs"))
     if args.json:
-        args.json.write_text(json.dumps({"summary": s, "logs": [asdict(j) for j in judged]}, indent=1))
+        args.json.write_text(json.dumps({"summary": s, "held_out": h, "logs": [asdict(j) for j in judged]},
+                                        indent=1))
     return 0
 
 

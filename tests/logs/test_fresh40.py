@@ -30,12 +30,6 @@ MISSES = {
     "19_gptfast_triton_error_before_assert.log":
         "cuda-device-side-assert takes the host's 'Triton Error [CUDA]: device-side assert triggered' (line 3), "
         "printed before the device's assertion lines it reports; the assertion (line 4) should win",
-    "25_jax_pytest_failed_resource_exhausted.log":
-        "no rule knows the old XLA status text 'Resource exhausted: Out of memory while trying to allocate', "
-        "and the first-error pass takes no pytest 'FAILED test - RuntimeError: ...' summary line",
-    "26_bnb_operation_not_supported_torchrun.log":
-        "bitsandbytes' check macro line 'Error <cudaGetErrorString> at line N in file F' is no known text "
-        "and no exception shape; only torchrun's collateral is seen ('not in this log')",
     "31_trtllm_abort_stack_only.log":
         "process-crash-signal gives a high-confidence verdict to a bare 'Aborted (core dumped)' after an "
         "Open MPI backtrace: collateral, the assertion that aborted is not in the excerpt",
