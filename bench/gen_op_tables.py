@@ -256,12 +256,17 @@ def _spellings(torch: Any, aten: Aten) -> dict[str, dict[str, dict[str, Any]]]:
             d = _doc_sync(obj, method=False)
             if d is not None:
                 tables["host_sync"].setdefault(spelling, d)
+    plain: set[str] = set()
+    for t in (dict, list, str, set, tuple, int, float, bytes):
+        plain |= set(dir(t))
     for attr in sorted(dir(torch.Tensor)):
         if attr.startswith("__") or attr not in aten.by_name:
             continue
         for cat in CATEGORIES:
             e = _schema_conditions(aten, attr, cat, method=True)
             if e is not None:
+                if attr in plain:  # `xs.index(v)` on a list: only on a value known to be a tensor
+                    e["receiver"] = "tensor"
                 tables[cat][f"Tensor.{attr}"] = e
     return tables
 

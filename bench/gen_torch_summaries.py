@@ -45,11 +45,11 @@ from denpex.source.parse import parse, strip_parens, walk
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "server" / "denpex" / "source" / "ops" / "torch_summaries.json"
 # the first slice: the modules whose functions user code calls inside captures and that validate or read values
-MODULES = ("torch/nn/utils/clip_grad.py", "torch/amp/grad_scaler.py", "torch/nn/functional.py",
+MODULES = ("torch/nn/utils/clip_grad.py", "torch/amp/grad_scaler.py", "torch/nn/functional.py", "torch/nn/init.py",
            "torch/distributions/*.py", "torch/optim/optimizer.py", "torch/optim/adam.py", "torch/optim/adamw.py",
            "torch/optim/sgd.py", "torch/optim/lr_scheduler.py")
 # public namespaces searched for the names users spell (torch.nn.utils.clip_grad_norm_, torch.amp.GradScaler)
-ALIAS_NAMESPACES = ("torch", "torch.nn.utils", "torch.nn.functional", "torch.amp", "torch.cuda.amp", "torch.optim",
+ALIAS_NAMESPACES = ("torch", "torch.nn.utils", "torch.nn.functional", "torch.nn.init", "torch.amp", "torch.cuda.amp", "torch.optim",
                     "torch.optim.lr_scheduler", "torch.distributions")
 MAX_HOPS = 6
 

@@ -202,3 +202,10 @@ def test_conditions_fold() -> None:
     assert decide(["(None if None is not None else x)"]) == ["x"]
     assert decide(["not torch.jit.is_scripting()", "a"]) == ["a"]  # eager code: no TorchScript
     assert decide(["True and b", "not (False or c)"]) == ["b", "not c"]
+
+
+def test_methods_python_types_also_have_need_a_known_tensor() -> None:
+    e = ops.tables().lookup("dynamic_shape", "Tensor.index")  # `xs.index(v)` on a list is no op
+    assert e is not None and e.tensor_receiver
+    nz = ops.tables().lookup("dynamic_shape", "Tensor.nonzero")
+    assert nz is not None and not nz.tensor_receiver

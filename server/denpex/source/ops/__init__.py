@@ -80,6 +80,7 @@ class OpEntry:
     sure: bool = True  # False: the docstring says "for some argument values" without a test here
     note: str = ""
     alt: tuple[OpEntry, ...] = ()
+    tensor_receiver: bool = False  # a method Python's own types also have (`list.index`): only on a known tensor
 
     def holds(self, call: CallArgs) -> bool:
         return self._own(call) or any(a.holds(call) for a in self.alt)
@@ -111,6 +112,7 @@ def _entry(raw: Mapping[str, object]) -> OpEntry:
         sure=bool(raw.get("sure", True)),
         note=str(raw.get("note", "")),
         alt=tuple(_entry(a) for a in alt if isinstance(a, dict)) if isinstance(alt, list) else (),
+        tensor_receiver=raw.get("receiver") == "tensor",
     )
 
 
