@@ -134,4 +134,19 @@ def test_an_anchor_table_that_does_not_hold_its_key_is_refused() -> None:
                 [[("abcdefgh", 0)], [(b"ijklmnop", 0)]]):  # not bytes
         with pytest.raises((ValueError, TypeError)):
             _teddy.Searcher(keys, [0, 0], [0, 1], bad)
-    assert native.anchor_table((b"abcdefgh",), (b"zzzz",)) is None  # an anchor with no key
+    assert native.anchor_keys((b"abcdefgh",), (b"zzzz",)) is None  # an anchor with no key
+
+
+def test_anchor_keys_put_each_anchor_under_one_key_it_holds_and_replace_common_ones() -> None:
+    anchors, keys = _anchors(), _keys()
+    got = native.anchor_keys(keys, anchors)
+    assert got is not None
+    chosen, table = got
+    assert len(chosen) == len(table) and len(set(chosen)) == len(chosen)
+    placed = [a for pairs in table for a, _off in pairs]
+    assert sorted(placed) == sorted(set(anchors))  # every anchor once
+    for k, pairs in zip(chosen, table, strict=True):
+        assert pairs and all(a[off:off + len(k)] == k for a, off in pairs)
+    assert all(native._share(k) <= native.COMMON or all(native._share(k) <= native._share(a[i:i + 8])
+               for a, _o in pairs for i in range(len(a) - 7)) for k, pairs in zip(chosen, table, strict=True))
+    assert b'.py", li' in keys and b'.py", li' not in chosen  # on every traceback frame: replaced

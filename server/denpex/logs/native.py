@@ -110,8 +110,8 @@ def searcher(keys: tuple[bytes, ...], role: str = "rules",
     `role` names the key set's cache entry: an entry replaces its install's older one of the same
     name, so key sets used in one run (the rule book's, the first-error pass's two) need a name each
     (under one name they replaced each other, and a log with no verdict planned all three, about
-    0.1 s, on every run). With `anchors` (each holding one of the keys), a key's start is reported
-    only where an anchor holding it is there, as that anchor's start (see anchor_table)."""
+    0.1 s, on every run). With `anchors` (each holding one of the keys), the searcher reports where an
+    anchor is, as its start, and searches the keys anchor_keys() chooses for them."""
     mod = _module()
     if mod is None or not keys or len(keys) > MAX_KEYS:
         return None
@@ -120,28 +120,65 @@ def searcher(keys: tuple[bytes, ...], role: str = "rules",
     from denpex.rulebook.cache import cached
 
     here = Path(__file__)
-    offsets, buckets = cached(f"native-plan-{role}", [here, here.with_name("log_ngrams.json")],
-                              lambda: plan(keys), b"\0".join(keys))
-    table = anchor_table(keys, anchors) if anchors is not None else None
-    if anchors is not None and table is None:
-        return None  # an anchor holds no key: the keys do not cover them
-    try:  # a cache entry is checked, not trusted: the searcher rejects offsets or buckets out of range
-        searcher: Searcher = mod.Searcher(list(keys), offsets, buckets, table)
+    extra = b"\0".join(keys) + (b"\1" + b"\0".join(anchors) if anchors is not None else b"")
+    got = cached(f"native-plan-{role}", [here, here.with_name("log_ngrams.json")],
+                 lambda: _build(keys, anchors), extra)
+    try:  # a cache entry is checked, not trusted: the searcher rejects what does not fit its keys
+        if got is None:
+            return None  # an anchor holds no key: the keys do not cover them
+        return mod.Searcher(*got)  # type: ignore[no-any-return]
     except (TypeError, ValueError):
-        searcher = mod.Searcher(list(keys), *plan(keys), table)
-    return searcher
+        got = _build(keys, anchors)
+        return mod.Searcher(*got) if got is not None else None  # type: ignore[no-any-return]
 
 
-def anchor_table(keys: tuple[bytes, ...], anchors: tuple[bytes, ...]) -> list[list[tuple[bytes, int]]] | None:
-    """Per key, the anchors it stands for and its offset in each; each anchor under one key it holds
-    (where an anchor is, that key is at that offset), or None where an anchor holds none."""
-    table: list[list[tuple[bytes, int]]] = [[] for _ in keys]
-    for a in dict.fromkeys(anchors):
-        for i, k in enumerate(keys):
-            at = a.find(k)
-            if at >= 0:
-                table[i].append((a, at))
-                break
-        else:
+Built = tuple[tuple[bytes, ...], list[int], list[int], "list[list[tuple[bytes, int]]] | None"]
+
+
+def _build(keys: tuple[bytes, ...], anchors: tuple[bytes, ...] | None) -> Built | None:
+    table = None
+    if anchors is not None:
+        chosen = anchor_keys(keys, anchors)
+        if chosen is None:
             return None
-    return table
+        keys, table = chosen
+    offsets, buckets = plan(keys)
+    return keys, offsets, buckets, table
+
+
+COMMON = 1e-3  # a fingerprint this frequent in log text (share of its 4-grams) is worth replacing
+OWN_KEY = 8  # bytes of an anchor's own key
+
+
+def _share(key: bytes) -> float:
+    """How often the key's rarest 4 bytes (its fingerprint, as plan() picks it) occur in log text."""
+    _bytes, grams = _tables()
+    total = sum(grams.values()) or 1.0
+    return min(grams.get(key[o:o + FINGERPRINT], 0.0) for o in range(len(key) - FINGERPRINT + 1)) / total
+
+
+def anchor_keys(keys: tuple[bytes, ...], anchors: tuple[bytes, ...]
+                ) -> tuple[tuple[bytes, ...], list[list[tuple[bytes, int]]]] | None:
+    """The keys to search for these anchors, and per key the anchors under it with its offset in each
+    (where an anchor is, its key is at that offset); None where an anchor holds no key.
+
+    Each anchor goes under the key it holds whose fingerprint is rarest in log text; where even that
+    one is common (COMMON), under its own OWN_KEY bytes with the rarest fingerprint, if rarer: the
+    cover's '.py", li' (for 'graphs.py", line ' and 'cudagraph_trees.py", line ') is on every traceback
+    frame. Keys with no anchor under them are not searched: fewer fingerprints, fewer false candidates."""
+    under: dict[bytes, list[tuple[bytes, int]]] = {}
+    for a in dict.fromkeys(anchors):
+        held = [k for k in keys if k in a]
+        if not held or len(a) < FINGERPRINT or b"\n" in a:
+            return None
+        best = min(held, key=lambda k: (_share(k), k))
+        n = min(OWN_KEY, len(a))
+        if _share(best) > COMMON:
+            own = min((a[i:i + n] for i in range(len(a) - n + 1)), key=lambda w: (_share(w), w))
+            if _share(own) < _share(best):
+                best = own
+        under.setdefault(best, []).append((a, a.find(best)))
+    if len(under) > MAX_KEYS:
+        return None
+    out = tuple(sorted(under))
+    return out, [under[k] for k in out]
