@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import regex
 
 from denpex.errors import DenpexError
-from denpex.logs import events, frameworks, phase
+from denpex.logs import events, frameworks, line_repair, phase
 from denpex.logs.attribution import Attribution, attribute, strip_prefixes
 from denpex.logs.matcher import Matcher, detect_frameworks
 from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
@@ -31,6 +31,7 @@ from denpex.rulebook import CodeEntry, Rule, RuleBook, load_rulebook
 
 if TYPE_CHECKING:  # imported where used: its patterns cost a start 13 ms, and most runs never need them
     from denpex.logs.first_error import FirstError
+    from denpex.logs.truncated import Repair
 
 SCHEMA = "denpex.diagnosis/1"
 FRAME_LOOKBACK = 200
@@ -57,6 +58,7 @@ class Finding:
     generic: bool = False  # from a broad family rule: a specific rule on the same line wins
     wrapper: bool = False  # wraps the real message, which the next lines of the event carry
     wrapped_by: Finding | None = None  # the wrapper line this report is the detail of
+    repair: Repair | None = None  # found on a line that is not whole (cut, wrapped, interleaved): logs.line_repair
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -229,6 +231,9 @@ class _Collector:
         return max(self.context_n, FRAME_LOOKBACK)
 
     def on_hit(self, lh: LineHit, window: Window, start: int) -> None:
+        back = 0  # lines at the end of the context that belong to the reported line (it starts above)
+        if lh.hits or self.matcher.missed:
+            lh, back = line_repair.repair(self, lh, window, start)
         text = lh.text
         if "SeqNum=" in text and "imeout" in text and lh.who.rank is not None:
             m = _SEQ_TIMEOUT.search(text)
@@ -259,13 +264,15 @@ class _Collector:
         new_first = False
         for hit in lh.hits:
             sig = hit.signature
-            key = (sig.rule_id, sig.role, sig.index, *lh.who.key())
+            key: tuple[object, ...] = (sig.rule_id, sig.role, sig.index, *lh.who.key())
+            if hit.repair is not None and hit.repair.kind == "interleaved":
+                key = (*key, lh.line)  # its own finding: the what() of interleaved writers must reach its wrapper
             f = self.findings.get(key)
             if f is None:
                 rule = self.book.get(sig.rule_id)
                 f = Finding(sig.rule_id, sig.role, lh.line, text, lh.who, sig.variant,
                             span=hit.end - hit.start, entry=hit.entry,
-                            generic=rule is not None and rule.generic, wrapper=sig.wrapper)
+                            generic=rule is not None and rule.generic, wrapper=sig.wrapper, repair=hit.repair)
                 self.findings[key] = f
                 if (sig.rule_id, sig.role) not in self.first_by_rule_role:
                     self.first_by_rule_role[(sig.rule_id, sig.role)] = f
@@ -276,7 +283,9 @@ class _Collector:
             if lh.who.rank is not None:
                 f.ranks.add(lh.who.rank)
         if new_first and len(self.contexts) < MAX_CONTEXTS:
-            lines = window.lines_before(start, self.lookback(lh))
+            lines = window.lines_before(start, self.lookback(lh) + back)
+            if back:
+                lines = lines[:-back]
             for hit in lh.hits:
                 f0 = self.first_by_rule_role.get((hit.signature.rule_id, hit.signature.role))
                 if f0 is not None and f0.line == lh.line and id(f0) not in self.contexts:
@@ -418,6 +427,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
             verdict.notes.insert(0, "Only a launcher or wrapper report was found; it names no cause.")
 
     if verdict is not None:
+        line_repair.cap_confidence(verdict)
         events.explain_phase(verdict)
         _writer_from_traceback_header(verdict)
         _infer_missing_rank(verdict, c)

@@ -21,6 +21,7 @@ from denpex.rulebook.codes import CodeTable
 
 if TYPE_CHECKING:
     from denpex.logs.frameworks import Framework
+    from denpex.logs.truncated import Repair
 
 # Lines the diagnoser reads even when no rule names them (NCCL progress, tracebacks, frameworks).
 EXTRA_ANCHORS: tuple[str, ...] = (
@@ -65,6 +66,7 @@ class Hit:
     start: int  # character offset of the match in the checked text
     end: int
     entry: CodeEntry | None = None  # the status code a table signature named
+    repair: Repair | None = None  # found on a line that is not whole (cut, wrapped, interleaved): logs.truncated
 
 
 class Matcher:
@@ -110,6 +112,7 @@ class Matcher:
         self._folded = [
             (sig, sig.anchor.lower()) for sig in self.signatures if sig.ignore_case
         ]
+        self.missed = False  # the last match_text found a rule's anchor and no signature (logs.line_repair)
 
     def candidate_offsets(self, data: bytes | bytearray | memoryview) -> list[int]:
         """Start offsets of the leftmost-first, non-overlapping anchor matches in data."""
@@ -172,6 +175,14 @@ class Matcher:
                     if hit is not None:
                         seen.add(key)
                         hits.append(hit)
+        # a rule's anchor is on the line but no signature confirmed: a message cut short? (logs.truncated)
+        # or, with hits, an anchor glued onto a word ("...memory acCUDA error: ..."): two writers' fragments?
+        self.missed = not hits and any(self._by_anchor[idx] for idx, _s, _e in found)
+        if self.missed or (len(found) > 1 and any(s > 0 and (text[s - 1].isalnum() or text[s - 1] == "_")
+                                                  for _i, s, _e in found)):
+            from denpex.logs.truncated import table_for
+
+            hits.extend(table_for(self.book).complete(text, seen))
         hits.sort(key=lambda h: h.start)
         return hits
 
