@@ -1,0 +1,18 @@
+"""Euler sampler over a Karras sigma schedule."""
+
+
+def karras_sigmas(n, sigma_min=0.002, sigma_max=80.0, rho=7.0):
+    lo, hi = sigma_min ** (1 / rho), sigma_max ** (1 / rho)
+    sig = [(hi + i / (n - 1) * (lo - hi)) ** rho for i in range(n)]
+    return sig + [0.0]
+
+
+class EulerSampler:
+    def __init__(self, denoiser, num_steps):
+        self.denoiser = denoiser
+        self.sigmas = karras_sigmas(num_steps)
+
+    def step(self, x, i):
+        sigma, sigma_next = self.sigmas[i], self.sigmas[i + 1]
+        d = (x - self.denoiser(x, sigma)) / sigma
+        return x + d * (sigma_next - sigma)
