@@ -50,6 +50,9 @@ DOCUMENTED: dict[str, dict[str, dict[str, Any]]] = {
         "Tensor.numpy": {"note": "a host view of the memory; a device tensor raises"},
     },
 }
+# captures run on a GPU by bench/check_op_tables_gpu.py: a bare spelling whose capture failed there and that
+# nothing above lists is a host sync as measured (torch.linalg.svd copies to the host; histc reads its range)
+MEASURED = ROOT / "bench" / "results_op_tables_h200.json"
 # torch.cuda's explicit waits: Python API, no aten op; checked to exist in the installed torch
 EXPLICIT_SYNC = ("torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.cuda.Stream.synchronize",
                  "torch.cuda.Stream.query", "torch.cuda.Event.synchronize", "torch.cuda.Event.query")
@@ -369,6 +372,14 @@ def generate(torch: Any) -> dict[str, Any]:
     for cat, entries in DOCUMENTED.items():
         for spelling, e in entries.items():
             tables[cat].setdefault(spelling, {"via": "documented", **e})
+    if MEASURED.exists():
+        run = json.loads(MEASURED.read_text(encoding="utf-8"))
+        for row in run["rows"]:
+            name = row["case"]
+            known = any(name in tables[c] for c in CATEGORIES) or name in EXPLICIT_SYNC
+            if row["got"] == "fail" and re.fullmatch(r"[\w.]+", name) and not known and _exists(torch, name):
+                tables["host_sync"][name] = {"via": "measured", "note": f"capture of `{row['call']}` failed on "
+                                             f"{run['gpu']}, torch {run['torch']}: {row['error'][:80]}"}
     explicit = [q for q in EXPLICIT_SYNC if _exists(torch, q)]
     return {
         "torch": torch.__version__,
