@@ -9,6 +9,7 @@ through summarise() with forked workers as `denpex diagnose FILE` runs a big fil
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,8 @@ class _Reads:
     """A file that records where each read starts."""
 
     def __init__(self, fh: Any) -> None:
-        self.fh, self.at = fh, []
+        self.fh = fh
+        self.at: list[int] = []
 
     def readinto(self, b: Any) -> int:
         self.at.append(self.fh.tell())
@@ -236,3 +238,31 @@ def test_summarise_big_file_with_an_executor(small: None, tmp_path: Path, monkey
     with _executor(1, [], 100) as ex:
         _s, many = summary.summarise(src, None, 100, ranges=2, pool=RangePool(ex, None), first_error=True)
     assert one.first_error is not None and many.to_json() == one.to_json()
+
+
+def test_ranges_start_where_one_pass_reads_when_its_reads_grow(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines of a third of a chunk (progress bars redrawn with CRs) make the scanner's reads grow; the
+    ranges' chunk starts follow it."""
+    monkeypatch.setattr(scanner, "CHUNK", 65536)
+    monkeypatch.setattr(scanner, "MAX_READ", 1 << 20)
+    rng = random.Random(4)
+    parts = []
+    for _ in range(400):
+        parts.append(b"\r".join(b"Epoch 1 %d%%|####| loss=%d" % (k, rng.randrange(9)) for k in range(rng.randrange(200, 1400))))
+        parts.append(b"\n" + _generated(rng, rng.randrange(1, 5)))
+    path = tmp_path / "bars.log"
+    path.write_bytes(b"".join(parts))
+    rec = _Reads(open(path, "rb"))  # noqa: SIM115 - closed below
+    try:
+        for _lh in iter_line_hits(rec, matcher_for(None), ScanStats()):  # type: ignore[arg-type]
+            pass
+    finally:
+        rec.fh.close()
+    starts = first_error_ranges.chunk_starts(str(path))
+    assert starts is not None and rec.at[: len(starts)] == starts
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert max(gaps) > 65536 * 2  # the reads grew
+    monkeypatch.setattr(first_error_ranges, "MIN_PART", 1)
+    for n in (2, 3):
+        assert _ranged(path, n) == _one_pass(path)

@@ -18,6 +18,7 @@ from denpex.logs.matcher import Hit, Matcher
 from denpex.logs.normalise import MAX_LINE_CHARS, decode, segments
 
 CHUNK = 1 << 20  # fits in L2: the read, the search and the newline count all run on cached bytes
+MAX_READ = 4 << 20  # reads grow up to this where lines are long (see _Reader.grow; 8 MiB was slower)
 MAX_CARRY = 32 << 20  # a line longer than this is cut into pieces that share one line number
 HEAD = 65536
 
@@ -102,6 +103,10 @@ class _Reader:
     read. The pairs are pooled across scans (a thousand small files would otherwise each zero
     16 MiB); a short read (the end of a file, a pipe) returns a copy of what it read, so a pooled
     buffer keeps its size.
+
+    A chunk's partial last line is read and searched again with the next chunk: with lines of
+    hundreds of KiB (progress bars redrawn with bare CRs) that was a third of the file again
+    (1,391 chunks of 1 MiB for a 1 GiB file). grow() doubles the reads, up to MAX_READ.
     """
 
     _free: ClassVar[list[list[bytearray]]] = []
@@ -111,10 +116,15 @@ class _Reader:
         self.readinto = getattr(stream, "readinto", None)
         self.bufs: list[bytearray] | None = None
         self.turn = 0
+        self.size = CHUNK
+
+    def grow(self) -> None:
+        """Read twice as much from now on (up to MAX_READ): the lines are long."""
+        self.size = min(MAX_READ, self.size * 2)
 
     def read(self) -> Buffer:
         if self.readinto is None:
-            return self.stream.read(CHUNK)
+            return self.stream.read(self.size)
         if self.bufs is None:
             try:
                 self.bufs = self._free.pop()
@@ -123,18 +133,20 @@ class _Reader:
             if len(self.bufs[0]) != CHUNK:  # pooled under another chunk size (tests change it)
                 self.bufs = [bytearray(CHUNK), bytearray(CHUNK)]
         self.turn ^= 1
+        if len(self.bufs[self.turn]) != self.size:  # grown: the other buffer (the window's) stays as it is
+            self.bufs[self.turn] = bytearray(self.size)
         buf = self.bufs[self.turn]
         try:
             n = self.readinto(buf) or 0
         except (NotImplementedError, io.UnsupportedOperation):  # a raw stream with read() only
             self.readinto = None
             self.close()
-            return self.stream.read(CHUNK)
-        return buf if n == CHUNK else buf[:n]
+            return self.stream.read(self.size)
+        return buf if n == len(buf) else buf[:n]
 
     def close(self) -> None:
         """Give the buffers back; no chunk read through them is used after this."""
-        if self.bufs is not None and len(self._free) < 4:
+        if self.bufs is not None and len(self._free) < 4 and all(len(b) == CHUNK for b in self.bufs):
             self._free.append(self.bufs)
         self.bufs = None
 
@@ -192,6 +204,8 @@ def _line_hits(
                     continue
                 cut = len(buf)  # over-long line: scan what we have, keep numbering
         tail = len(buf) - cut
+        if tail > len(data) // 4 and not eof:  # first_error_ranges.chunk_starts follows the same rule
+            reader.grow()
         if tail and seekable and tail <= len(data):
             stream.seek(-tail, 1)  # the partial line is read again, whole, with the next chunk
             carry = b""
