@@ -142,19 +142,43 @@ def run_timed(cmd: list[str], cwd: Path, timeout: float) -> Timed:
             wrapped = [sys.executable, "-c", _WAIT4_WRAPPER, stats.name, *cmd]
         t0 = time.monotonic()
         proc = subprocess.Popen(wrapped, cwd=cwd, stdout=out, stderr=err, start_new_session=True)
-        try:
-            rc: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the tool and the timer go together
-            proc.wait()
-            rc = None
+        rc: int | None = None
+        seen_kb = 0  # polled, for a run killed at the timeout (the timer then writes nothing)
+        while True:
+            try:
+                rc = proc.wait(timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                seen_kb = max(seen_kb, _tree_hwm_kb(proc.pid))
+                if time.monotonic() - t0 > timeout:
+                    os.killpg(proc.pid, signal.SIGKILL)  # its own session: the tool and the timer go together
+                    proc.wait()
+                    rc = None
+                    break
         wall = time.monotonic() - t0
         fields = (stats.read().strip().splitlines() or [""])[-1].split()
-        rss_kb, cpu = (float(fields[0]), float(fields[1]) + float(fields[2])) if len(fields) == 3 else (0.0, 0.0)
+        rss_kb, cpu = (float(fields[0]), float(fields[1]) + float(fields[2])) if len(fields) == 3 else (seen_kb, 0.0)
         out.seek(0)
         err.seek(0)
         return Timed(wall, cpu, rss_kb / 1024.0, rc, out.read().decode("utf-8", "replace"),
                      err.read().decode("utf-8", "replace"))
+
+
+def _tree_hwm_kb(pid: int) -> int:
+    """The largest VmHWM among pid's children (the measured tool under its timer), 0 where unreadable."""
+    best = 0
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0
+    for kid in kids:
+        try:
+            for line in Path(f"/proc/{kid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    best = max(best, int(line.split()[1]))
+        except (OSError, ValueError):
+            continue
+    return best
 
 
 # the fallback timer: runs argv[2:], writes "maxrss_kb user_s sys_s" to argv[1], exits with the child's status
@@ -214,7 +238,7 @@ def ruff_version() -> str:
 
 def denpex_version() -> str:
     from denpex import __version__
-    return __version__
+    return str(__version__)
 
 
 def scan_project(p: Project, mirrors: Path, cache: Path, timeout: float, keep_output: bool = True) -> dict[str, Any]:
@@ -245,6 +269,8 @@ def scan_project(p: Project, mirrors: Path, cache: Path, timeout: float, keep_ou
         (cache / f"{p.name}.scan.json").write_text(d.stdout, encoding="utf-8")
     entry.update(status="ok" if d.rc in (0, 1) else f"exit {d.rc}", findings=finding_rows(doc["diagnostics"]))
     entry["ratio"] = round(d.wall_s / r.wall_s, 2) if r.wall_s > 0 else None
+    # on a loaded machine the wall clock says more about the neighbours than the tools: CPU seconds too
+    entry["cpu_ratio"] = round(d.cpu_s / r.cpu_s, 2) if r.cpu_s > 0 else None
     return entry
 
 
@@ -262,7 +288,8 @@ def summary_line(name: str, e: dict[str, Any]) -> str:
     sev = " ".join(f"{k}={c[k]}" for k in sorted(c)) or "no findings"
     dx, rf = e["denpex"], e["ruff"]
     return (f"{name:20} {e['files']:5} files {e['lines']:8} lines  denpex {dx['wall_s']:7.2f}s "
-            f"{dx['max_rss_mb']:6.0f}MB  ruff {rf['wall_s']:5.2f}s  x{e.get('ratio') or 0:<6} {e['status']:8} {sev}")
+            f"{dx['max_rss_mb']:6.0f}MB  ruff {rf['wall_s']:5.2f}s  x{e.get('ratio') or 0:<6} cpu x{e.get('cpu_ratio') or 0:<6} "
+            f"{e['status']:8} {sev}")
 
 
 def load_baseline(path: Path) -> dict[str, Any]:
@@ -321,7 +348,7 @@ def profile_child(root: str, top: int) -> None:
                 key = str(getattr(ix, "path", "?"))
                 per_file[key] = per_file.get(key, 0.0) + time.perf_counter() - t
 
-        mod._hits_for = timed_hits
+        vars(mod)["_hits_for"] = timed_hits  # the module's global, looked up at each call
         hooked = True
         break
     from denpex.cli import main
@@ -337,8 +364,9 @@ def profile_child(root: str, top: int) -> None:
         finally:
             sys.stdout = saved
     total = time.perf_counter() - t0
+    slowest = sorted(per_file.items(), key=lambda kv: -kv[1])[:top]
     print(json.dumps({"total_s": round(total, 2), "hooked": hooked,
-                      "per_file": sorted(([k, round(v, 3)] for k, v in per_file.items()), key=lambda kv: -kv[1])[:top]}))
+                      "per_file": [[k, round(v, 3)] for k, v in slowest]}))
     stats = pstats.Stats(prof, stream=sys.stderr)
     stats.sort_stats("cumulative").print_stats(top)
     stats.sort_stats("tottime").print_stats(top)
@@ -361,6 +389,43 @@ def run_profile(p: Project, mirrors: Path, cache: Path, timeout: float, top: int
     print(f"cProfile (cumulative, then tottime): {prof_path}")
 
 
+VERDICTS = HERE / "verdicts.tsv"
+
+
+def precision(rows: list[dict[str, str]], severity: str) -> tuple[int, int, int]:
+    """(true, false, unclear) among the reviewed findings of one severity."""
+    picked = [r["verdict"] for r in rows if r["severity"] == severity]
+    return picked.count("true"), picked.count("false"), picked.count("unclear")
+
+
+def table(base: dict[str, Any], verdicts_path: Path = VERDICTS) -> str:
+    """The README's table, from the baseline and the reviewed verdicts."""
+    import csv
+    with open(verdicts_path, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    head = ("| project | files | lines | errors | warnings | infos | error precision (true/reviewed) | warning "
+            "precision | denpex s | ruff s | wall ratio | CPU ratio | peak RSS MB |")
+    out = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for name, e in base["projects"].items():
+        if "denpex" not in e:
+            out.append(f"| {name} | {e.get('status')}: {e.get('note', '')} |" + " |" * 11)
+            continue
+        c = severity_counts(e["findings"])
+        mine = [r for r in rows if r["project"] == name]
+        cells = []
+        for sev in ("error", "warning"):
+            t, f, u = precision(mine, sev)
+            n = t + f + u
+            cells.append(f"{t}/{n}" + (f" ({u} unclear)" if u else "") if n else "–")
+        dx, rf = e["denpex"], e["ruff"]
+        timed_out = e["status"] == "timeout"
+        out.append(f"| {name} | {e['files']} | {e['lines']} | {c.get('error', 0)} | {c.get('warning', 0)} | "
+                   f"{c.get('info', 0)} | {cells[0]} | {cells[1]} | {'>' if timed_out else ''}{dx['wall_s']:.1f} | "
+                   f"{rf['wall_s']:.1f} | {'>' if timed_out else ''}{e.get('ratio') or dx['wall_s'] / rf['wall_s']:.1f}x"
+                   f" | {e.get('cpu_ratio') or 0:.1f}x | {'>' if timed_out else ''}{dx['max_rss_mb']:.0f} |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--manifest", type=Path, default=MANIFEST)
@@ -373,11 +438,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per project and tool (default 600)")
     ap.add_argument("--diff", action="store_true", help="compare a fresh scan with the baseline; write nothing")
     ap.add_argument("--profile", metavar="NAME", help="per-capture-file times and a cProfile of one project")
+    ap.add_argument("--table", action="store_true", help="print the README table from baseline and verdicts")
     ap.add_argument("--top", type=int, default=15, help=argparse.SUPPRESS)
     ap.add_argument("--profile-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.profile_child:
         profile_child(args.profile_child, args.top)
+        return 0
+    if args.table:
+        print(table(load_baseline(args.baseline)), end="")
         return 0
     projects = load_manifest(args.manifest)
     known = {p.name for p in projects}
