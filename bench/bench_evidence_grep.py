@@ -19,9 +19,10 @@ figures next to the same peer runs; its verdict is checked like the current one'
 The peer is the grep a person runs first on a failed job (issue 12, section 6):
 ``rg -n -i 'error|exception|timeout|failed' PATH``. Both run as subprocesses in the same run,
 alternating, best of N, after one untimed run each (page cache, .pyc files); denpex uses all the
-usable cores (``--jobs`` default). Peak memory is measured two ways: the largest single process
-(``ru_maxrss`` from os.wait4, every run) and the whole process tree (the sum of VmRSS of the process
-and its workers, sampled every 10 ms in the untimed first run: sampling costs CPU). A wrong verdict voids the run. Figures go to
+usable cores (``--jobs`` default). Peak memory, every run: the largest single process (``ru_maxrss``
+from os.wait4), the sum of each process's own peak (VmHWM) over the tree, and the largest anonymous
+RSS; ripgrep's RSS is mostly the file it maps (see timed()). bench/bench_shapes.py times six log
+shapes the same way. A wrong verdict voids the run. Figures go to
 bench/out/evidence_grep.json; targets: denpex time <= the peer's, tree RSS <= 200 MB.
 """
 
@@ -36,7 +37,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -57,66 +57,23 @@ TARGET_RATIO = 1.0
 TARGET_RSS_MB = 200.0
 
 
-def _tree_rss_kib(root: int) -> int:
-    """Sum of VmRSS over root and its descendants, from /proc."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(stat[1]), []).append(int(name))
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        todo.extend(children.get(pid, []))
-        try:
-            with open(f"/proc/{pid}/status", "rb") as fh:
-                for line in fh:
-                    if line.startswith(b"VmRSS:"):
-                        total += int(line.split()[1])
-                        break
-        except OSError:
-            pass
-    return total
+def timed(cmd: list[str], ok: tuple[int, ...], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run cmd; wall and CPU seconds, peak RSS, stdout (bench_shapes.timed's measurement).
 
+    Peak RSS per process: the largest one (``maxrss_mb``: ru_maxrss from wait4, exact) and the sum of
+    every process's own peak (``tree_mb``: VmHWM of each process of the tree, followed every 20 ms
+    through /proc/PID/task/TID/children; an upper bound of the tree at any one time), and the largest
+    anonymous RSS (``anon_mb``). ripgrep maps the file it reads: its RSS holds the mapped page cache
+    (about the file's size, the 'GB' this column once showed against denpex's tens of MB), its
+    anon_mb what it allocated. The old sampler walked all of /proc every 10 ms and took a good part
+    of a core, so it ran in untimed runs only; this one reads a few files per process."""
+    from bench_shapes import timed as shapes_timed
 
-def timed(cmd: list[str], ok: tuple[int, ...], env: dict[str, str] | None = None,
-          sample: bool = False) -> dict[str, Any]:
-    """Run cmd; wall seconds, largest process RSS, tree RSS (sampled when asked), stdout.
-
-    The sampler walks /proc every 10 ms, which takes a good part of a core: on two cores it
-    slowed whatever was timed, so timed runs do not sample and the untimed first run does."""
-    peak = [0]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
-        stop = threading.Event()
-
-        def sample_tree() -> None:
-            while not stop.is_set():
-                peak[0] = max(peak[0], _tree_rss_kib(p.pid))
-                stop.wait(0.01)
-
-        th = threading.Thread(target=sample_tree, daemon=True)
-        if sample:
-            th.start()
-        _pid, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        stop.set()
-        if sample:
-            th.join()
-        p.returncode = code = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if code not in ok:
-        raise SystemExit(f"{cmd[0]} exited {code}: {stderr.decode(errors='replace')[-2000:]}")
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime,  # with the workers it reaped
-            "maxrss_mb": ru.ru_maxrss / 1024, "tree_mb": peak[0] / 1024, "stdout": stdout}
+    with tempfile.NamedTemporaryFile() as out:
+        r = shapes_timed(cmd, ok, out.name, env)
+        stdout = Path(out.name).read_bytes()
+    return {"wall": r["wall"], "cpu": r["cpu"], "maxrss_mb": r["peak_rss_mb"],
+            "tree_mb": r["tree_rss_mb"], "anon_mb": r["anon_mb"], "stdout": stdout}
 
 
 def compile_bytecode(baseline: Path | None) -> None:
@@ -222,9 +179,9 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
     dx = [*denpex_cmd(), "diagnose", path, "--format", "json"]
     old = [sys.executable, "-m", "denpex", "diagnose", path, "--format", "json"]
     old_env = _baseline_env(baseline) if baseline is not None else None
-    mem = {"peer": timed(peer, (0, 1), sample=True), "denpex": timed(dx, (0, 1), sample=True)}
+    mem = {"peer": timed(peer, (0, 1)), "denpex": timed(dx, (0, 1))}
     if old_env is not None and baseline_runs != 0:
-        mem["before"] = timed(old, (0, 1), old_env, sample=True)
+        mem["before"] = timed(old, (0, 1), old_env)
     rows: dict[str, list[dict[str, Any]]] = {"peer": [], "denpex": []}
     if old_env is not None and baseline_runs != 0:
         rows["before"] = []
@@ -256,11 +213,13 @@ def duel(path: str, rg: str, repeat: int, rule: str, rank: int, line: int, file:
         "peer": {"cmd": peer, "runs_s": [round(x["wall"], 3) for x in rows["peer"]], "best_s": round(best["peer"], 3),
                  "cpu_s": round(min(x["cpu"] for x in rows["peer"]), 3),
                  "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["peer"]), 1),
-                 "tree_mb": round(mem["peer"]["tree_mb"], 1)},
+                 "anon_mb": round(max(x["anon_mb"] for x in rows["peer"]), 1),
+                 "tree_mb": round(max(x["tree_mb"] for x in [mem["peer"], *rows["peer"]]), 1)},
         "denpex": {"cmd": dx, "runs_s": [round(x["wall"], 3) for x in rows["denpex"]],
                    "best_s": round(best["denpex"], 3), "cpu_s": round(min(x["cpu"] for x in rows["denpex"]), 3),
                    "maxrss_mb": round(max(x["maxrss_mb"] for x in rows["denpex"]), 1),
-                   "tree_mb": round(mem["denpex"]["tree_mb"], 1),
+                   "anon_mb": round(max(x["anon_mb"] for x in rows["denpex"]), 1),
+                   "tree_mb": round(max(x["tree_mb"] for x in [mem["denpex"], *rows["denpex"]]), 1),
                    "verdict": {k: v.get(k) for k in ("rule", "rank", "line", "file", "ordered_by")},
                    "first_error": ({k: fe.get(k) for k in ("found", "line", "kind", "text")}
                                    if (fe := doc.get("first_error")) is not None else None)},
@@ -374,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             x = r[who]
             cpu = f"  cpu {x['cpu_s']:.2f} s" if "cpu_s" in x else ""
-            print(f"  {who:7} best {x['best_s']:6.3f} s{cpu}  runs {x['runs_s']}  max process RSS {x['maxrss_mb']:.0f} MB"
+            print(f"  {who:7} best {x['best_s']:6.3f} s{cpu}  runs {x['runs_s']}  largest process RSS "
+                  f"{x['maxrss_mb']:.0f} MB" + (f" (anon {x['anon_mb']:.0f} MB)" if 'anon_mb' in x else "")
                   + (f"  tree RSS {x['tree_mb']:.0f} MB" if 'tree_mb' in x else ""))
         print(f"  ratio   {r['ratio']:.2f}x the peer (best), {r['median_ratio']:.2f}x (median; target <= "
               f"{TARGET_RATIO:g})" + (f"  before: {r['ratio_before']:.2f}x" if "ratio_before" in r else "")

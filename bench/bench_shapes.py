@@ -87,12 +87,12 @@ def _status_kib(pid: int) -> tuple[int, int]:
     return hwm, anon
 
 
-def timed(cmd: list[str], ok: tuple[int, ...], stdout_path: str) -> dict[str, Any]:
+def timed(cmd: list[str], ok: tuple[int, ...], stdout_path: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run cmd (stdout to stdout_path); wall and CPU seconds, peak RSS per process and of the tree."""
     peaks: dict[int, list[int]] = {}  # pid -> [VmHWM, RssAnon] peaks, KiB
     with open(stdout_path, "wb") as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
         stop = threading.Event()
 
         def sample() -> None:
