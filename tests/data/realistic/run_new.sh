@@ -4,7 +4,8 @@
 # Programs run JOBS at a time (default 6), each under `timeout 120` in its own working directory
 # /tmp/runnew_NAME with its own inductor cache.
 # Output: $OUT/logs/NAME.log (combined stdout+stderr, nothing added), $OUT/summary.tsv
-# (program, exit code, seconds, MATCH/MISMATCH/-, last line), $OUT/env.txt.
+# (program, exit code, seconds, MATCH/MISMATCH/-, last line), $OUT/env.txt; the logs are packed into
+# $OUT/logs.tar.gz (the device returns at most 8 files).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 P=$HERE/programs_new
@@ -63,5 +64,6 @@ printf '%s\n' "${names[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one {}'
   cat "$LOGS"/.row.* 2>/dev/null | sort
 } > "$OUT/summary.tsv"
 rm -f "$LOGS"/.row.*
+tar czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
 cat "$OUT/env.txt"
 cut -c1-220 "$OUT/summary.tsv"

@@ -58,7 +58,7 @@ def main():
     p.add_argument("--seq-len", type=int, default=64)
     p.add_argument("--num-batches", type=int, default=300)
     p.add_argument("--graph-after", type=int, default=120)
-    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--log-every", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [%(name)s] %(message)s")

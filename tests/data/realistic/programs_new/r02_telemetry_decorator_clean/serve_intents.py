@@ -48,7 +48,7 @@ def main():
     ap.add_argument("--num-batches", type=int, default=400)
     ap.add_argument("--graph-after", type=int, default=150)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--log-every", type=int, default=20)
+    ap.add_argument("--log-every", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)-7s | %(name)s | %(message)s")

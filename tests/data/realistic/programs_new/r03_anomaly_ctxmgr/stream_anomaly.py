@@ -37,7 +37,7 @@ def main():
     ap.add_argument("--num-batches", type=int, default=400)
     ap.add_argument("--graph-after", type=int, default=160)
     ap.add_argument("--z-thresh", type=float, default=3.0)
-    ap.add_argument("--log-every", type=int, default=20)
+    ap.add_argument("--log-every", type=int, default=2)
     ap.add_argument("--seed", type=int, default=11)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s")

@@ -65,7 +65,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--features", type=int, default=64)
     ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--log-every", type=int, default=2)
     ap.add_argument("--seed", type=int, default=3)
     cfg = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -24,7 +24,7 @@ def main():
     ap.add_argument("--num-points", type=int, default=4096)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--batches", type=int, default=12)
-    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--log-every", type=int, default=2)
     ap.add_argument("--seed", type=int, default=21)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -64,7 +64,7 @@ def main():
     ap.add_argument("--eager-micro", type=int, default=120)
     ap.add_argument("--accum", type=int, default=4)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--log-every", type=int, default=20)
+    ap.add_argument("--log-every", type=int, default=2)
     ap.add_argument("--seed", type=int, default=8)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

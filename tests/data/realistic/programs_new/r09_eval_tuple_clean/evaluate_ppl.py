@@ -33,7 +33,7 @@ def main():
     ap.add_argument("--max-len", type=int, default=128)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--num-batches", type=int, default=200)
-    ap.add_argument("--log-every", type=int, default=20)
+    ap.add_argument("--log-every", type=int, default=2)
     ap.add_argument("--seed", type=int, default=13)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s - %(name)s - %(levelname)s - %(message)s")

@@ -34,7 +34,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--vocab", type=int, default=4096)
-    ap.add_argument("--log-every", type=int, default=20)
+    ap.add_argument("--log-every", type=int, default=1)
     ap.add_argument("--seed", type=int, default=17)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)-8s %(name)s %(message)s")

@@ -43,7 +43,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--seq-len", type=int, default=96)
     ap.add_argument("--vocab", type=int, default=2048)
-    ap.add_argument("--log-every", type=int, default=25)
+    ap.add_argument("--log-every", type=int, default=2)
     ap.add_argument("--seed", type=int, default=4)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s :: %(message)s")

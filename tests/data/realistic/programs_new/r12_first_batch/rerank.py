@@ -35,7 +35,7 @@ def main():
     ap.add_argument("--doc-len", type=int, default=96)
     ap.add_argument("--dim", type=int, default=96)
     ap.add_argument("--top-k", type=int, default=10)
-    ap.add_argument("--log-every", type=int, default=25)
+    ap.add_argument("--log-every", type=int, default=2)
     ap.add_argument("--seed", type=int, default=31)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s [%(name)s] %(message)s")

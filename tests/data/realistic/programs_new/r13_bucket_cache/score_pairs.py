@@ -39,7 +39,7 @@ def main():
     ap.add_argument("--passage-len", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=96)
     ap.add_argument("--vocab", type=int, default=4096)
-    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--log-every", type=int, default=1)
     ap.add_argument("--seed", type=int, default=9)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s - %(message)s")
