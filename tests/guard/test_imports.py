@@ -86,8 +86,8 @@ def test_guard_imports_only_stdlib_torch_and_itself(path: Path) -> None:
     ("a.py", "from denpex.rulebook import load_rulebook\n"),
     ("a.py", "import denpex.logs.diagnose\n"),
     ("a.py", "def f():\n    import regex\n"),
-    ("a.py", "def f():\n    from denpex.source.analyse import analyse_workspace\n"),
-    ("explain.py", "from denpex.source.analyse import analyse_workspace\n"),  # the exception is lazy only
+    ("a.py", "def f():\n    from denpex.source.engine.analyse import analyse_workspace\n"),
+    ("explain.py", "from denpex.source.engine.analyse import analyse_workspace\n"),  # the exception is lazy only
     ("a.py", "from .. import cli\n"),
     ("hook/sitecustomize.py", "from ...errors import DenpexError\n"),
     ("a.py", "class A:\n    import numpy\n"),

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from denpex.rulebook import Rule, RuleBook
-from denpex.source.analyse import analyse_source, apply_edits
+from denpex.source.engine.analyse import analyse_source, apply_edits
 from denpex.source.model import SourceFinding
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from denpex.source import Document, ScanConfig, TextEdit, Workspace, analyse_source
-from denpex.source.analyse import apply_edits
+from denpex.source.engine.analyse import apply_edits
 
 
 def rules_at(text: str, **kw: object) -> set[tuple[int, str]]:

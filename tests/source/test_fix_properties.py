@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from denpex.source import analyse_source
-from denpex.source.analyse import apply_edits
+from denpex.source.engine.analyse import apply_edits
 
 HAZARDS = [
     "v = {t}.sum().item()", "print({t})", "{t}[2] = 3.0", "host = {t}.cpu()", "torch.cuda.synchronize()",

@@ -4,7 +4,7 @@ always equals a fresh analysis of the same text."""
 from __future__ import annotations
 
 from denpex.source import Document, TextEdit
-from denpex.source.parse import parse
+from denpex.source.syntax.parse import parse
 
 TWO = '''import torch
 

@@ -1,4 +1,4 @@
-"""Lazy parsing (source/chunks.py) gives the findings a whole-file parse gives.
+"""Lazy parsing (source/syntax/chunks.py) gives the findings a whole-file parse gives.
 
 Files are built from the rules' own examples and the GPU scenarios with top-level definitions added around
 their statements: unrelated library code, and definitions that change what the capture code means (a helper
@@ -15,18 +15,18 @@ from collections.abc import Iterator
 import pytest
 
 from denpex.rulebook import load_rulebook
-from denpex.source import chunks
-from denpex.source.analyse import Document, analyse_workspace
-from denpex.source.chunks import split
+from denpex.source.engine.analyse import Document, analyse_workspace
 from denpex.source.model import SourceFinding
-from denpex.source.parse import parse
-from denpex.source.workspace import Workspace
+from denpex.source.resolve.workspace import Workspace
+from denpex.source.syntax import chunks
+from denpex.source.syntax.chunks import split
+from denpex.source.syntax.parse import parse
 from tests.source.helpers import REPO, SCENARIOS
 
 BOOK = load_rulebook()
 
 # real code without captures (some of it spells capture words), cut into top-level definitions
-_LIBRARY = [REPO / "server" / "denpex" / "source" / n for n in ("regions.py", "fixes.py", "suppress.py")]
+_LIBRARY = [REPO / "server" / "denpex" / "source" / n for n in ("capture/regions.py", "fixes/edits.py", "fixes/suppress.py")]
 
 _ADVERSARIAL = [
     # a helper of the same name defined again (the last definition wins in both parses)

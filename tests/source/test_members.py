@@ -1,4 +1,4 @@
-"""Static buffers held on the instance (source/members.py): rebinding `self.x` or `self.bufs[k]` that a graph
+"""Static buffers held on the instance (source/capture/members.py): rebinding `self.x` or `self.bufs[k]` that a graph
 kept on `self` captured, then replaying it, is reported with the `.copy_()` fix; setup, re-capture and
 re-wrapping of the same storage are not."""
 

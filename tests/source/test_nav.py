@@ -10,8 +10,8 @@ import pytest
 from tree_sitter import Node
 
 from denpex.rulebook import load_rulebook
-from denpex.source import nav
-from denpex.source.parse import ParsedSource, parse, walk
+from denpex.source.syntax import nav
+from denpex.source.syntax.parse import ParsedSource, parse, walk
 from tests.source.helpers import SCENARIOS
 
 KINDS = [frozenset({"function_definition"}), frozenset({"function_definition", "module"}),

@@ -1,4 +1,4 @@
-"""Framework presets (server/denpex/source/presets/*.yaml, engine in entrypoints.py): code a framework captures
+"""Framework presets (server/denpex/source/capture/presets/*.yaml, engine in entrypoints.py): code a framework captures
 with no capture site in the user's files. For each framework, a user workspace in its idioms
 (tests/data/reach/presets/<framework>/) has every `# ruleid:` line flagged by its rule at warning level (capture
 depends on the user's flags) with a message naming the framework path, and no `# ok:` line flagged; its twin
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from denpex.errors import DenpexError
-from denpex.source.entrypoints import load_preset, presets
+from denpex.source.capture.entrypoints import load_preset, presets
 from tests.source.reach_score import REACH, annotations_in, describe, scan, score
 
 PRESET_DATA = REACH / "presets"

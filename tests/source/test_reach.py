@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from denpex.rulebook import load_rulebook
-from denpex.source.analyse import analyse_workspace
-from denpex.source.workspace import Workspace
+from denpex.source.engine.analyse import analyse_workspace
+from denpex.source.resolve.workspace import Workspace
 from tests.source.reach_score import (
     REACH,
     REPO,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from denpex.source import Document, TextEdit, Workspace, analyse_source
-from denpex.source.analyse import apply_edits
+from denpex.source.engine.analyse import apply_edits
 from denpex.source.model import Fix, SourceFinding
 
 EAGER = "Run without CUDA-graph capture (eager fallback)"

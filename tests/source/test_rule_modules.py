@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from denpex.rulebook import load_rulebook
-from denpex.source.analyse import analyse_source
 from denpex.source.config import ScanConfig
+from denpex.source.engine.analyse import analyse_source
 from denpex.source.rules import RegistryError, build, check_against, registry, rule_set
 from denpex.source.rules._api import Around, Claim, Hazard, SourceRule
 from tests.source.helpers import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from denpex.source import Workspace, analyse_source
-from denpex.source.workspace import module_names
+from denpex.source.resolve.workspace import module_names
 
 SCENARIO = Path(__file__).resolve().parents[1] / "lsp" / "workspace" / "gpu" / "scenarios" / "01_item_in_capture.py"
 
@@ -43,7 +43,7 @@ def query_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
     rules_pkg.registry()  # every rule module imported, so that each one's names are patched below
     detectors = [m for name, m in sys.modules.items()
-                 if name.startswith(("denpex.source.rules.", "denpex.source.around", "denpex.source.facts"))]
+                 if name.startswith(("denpex.source.rules.", "denpex.source.engine.around", "denpex.source.engine.facts"))]
     for mod in detectors:
         for name in ("run_query", "run_query_range", "QueryCursor"):
             real = getattr(mod, name, None)

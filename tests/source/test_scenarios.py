@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from denpex.source import analyse_source
-from denpex.source.analyse import apply_edits
+from denpex.source.engine.analyse import apply_edits
 from tests.source.helpers import SCENARIOS
 
 # scenario -> (1-based line, rule) that must be reported

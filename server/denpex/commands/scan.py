@@ -20,10 +20,10 @@ from denpex.errors import DenpexError
 from denpex.notebook import CellPosition, Notebook, NotebookError
 from denpex.notebook.fixes import fixed_cells
 from denpex.rulebook import RuleBook, load_rulebook
-from denpex.source.analyse import analyse_workspace, apply_fixes
 from denpex.source.config import ScanConfig, load_project
+from denpex.source.engine.analyse import analyse_workspace, apply_fixes
 from denpex.source.model import SourceFinding
-from denpex.source.workspace import Workspace
+from denpex.source.resolve.workspace import Workspace
 
 SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".tox", ".nox",
              "node_modules", ".venv", "venv", ".eggs", ".ipynb_checkpoints"}

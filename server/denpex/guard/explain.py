@@ -12,9 +12,9 @@ def findings_in(path: str, first: int, last: int) -> str:
     """'rule at file:line, ...' for the analyser's findings on lines first..last (1-based) of `path`,
     analysing that file together with the program's main script (where the capture usually is)."""
     from denpex.rulebook import load_rulebook
-    from denpex.source.analyse import analyse_workspace
     from denpex.source.config import ScanConfig
-    from denpex.source.workspace import Workspace
+    from denpex.source.engine.analyse import analyse_workspace
+    from denpex.source.resolve.workspace import Workspace
 
     files = {str(Path(path).resolve())}
     main = sys.argv[0] if sys.argv and sys.argv[0].endswith(".py") else None

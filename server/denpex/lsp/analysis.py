@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from denpex.lsp.paths import SKIP_DIRS
-from denpex.source.analyse import analyse_source
 from denpex.source.config import ScanConfig
+from denpex.source.engine.analyse import analyse_source
 from denpex.source.model import SourceFinding, TextEdit
-from denpex.source.workspace import Workspace
+from denpex.source.resolve.workspace import Workspace
 
 Log = Callable[[str], None]
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from denpex.notebook.cells import CellProgram, CellSpan
-from denpex.source.analyse import apply_fixes
+from denpex.source.engine.analyse import apply_fixes
 from denpex.source.model import Fix, SourceFinding, TextEdit
 
 

@@ -1,6 +1,6 @@
 """Source analyser: CUDA-graph capture regions in Python source, their hazards and fixes.
 
-Public API (stable; see denpex.source.analyse for the details):
+Public API (stable; see denpex.source.engine.analyse for the details):
 
     analyse_source(text, path, *, config=None, workspace=None, rulebook=None) -> list[SourceFinding]
     analyse_workspace(workspace, *, config=None, rulebook=None) -> dict[str, list[SourceFinding]]
@@ -11,16 +11,16 @@ Public API (stable; see denpex.source.analyse for the details):
     SourceFinding, Fix, TextEdit, CaptureSite
 """
 
-from denpex.source.analyse import (
+from denpex.source.config import ScanConfig, load_config, resolve_rules
+from denpex.source.engine.analyse import (
     Document,
     analyse_source,
     analyse_workspace,
     apply_edits,
     apply_fixes,
 )
-from denpex.source.config import ScanConfig, load_config, resolve_rules
 from denpex.source.model import CaptureSite, Fix, SourceFinding, TextEdit
-from denpex.source.workspace import Workspace
+from denpex.source.resolve.workspace import Workspace
 
 __all__ = [
     "CaptureSite", "Document", "Fix", "ScanConfig", "SourceFinding", "TextEdit", "Workspace",

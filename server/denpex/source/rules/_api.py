@@ -14,7 +14,7 @@ the rule id of its YAML in `rules/`, the hazards it reports, and its detectors f
 - `around`: once per capture region, for the code around it (the replay side, settings, the optimizer...),
   in `order` (lower first).
 
-The walker (`source/walker.py`) does traversal, guards, branches and call following, and dispatches only to the
+The walker (`source/engine/walker.py`) does traversal, guards, branches and call following, and dispatches only to the
 enabled rules: a disabled rule's detectors never run.
 """
 
@@ -26,11 +26,11 @@ from typing import Protocol
 
 from tree_sitter import Node
 
-from denpex.source.callgraph import Env, Resolver
-from denpex.source.hits import Sink
-from denpex.source.index import FileIndex, FuncInfo, Kind
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.engine.hits import Sink
 from denpex.source.model import CallStep, Fix, Severity, TextEdit
-from denpex.source.regions import CaptureRegion
+from denpex.source.resolve.callgraph import Env, Resolver
+from denpex.source.resolve.index import FileIndex, FuncInfo, Kind
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class CallSite:
 
 
 class RegionFixes(Protocol):
-    """The shared fix builders of one capture region (`source/fixbuild.py`)."""
+    """The shared fix builders of one capture region (`source/fixes/builders.py`)."""
 
     def guard(self, stmt: Node, frame: Frame) -> Fix | None: ...
     def move_after_replay(self, stmt: Node, direct: bool) -> Fix | None: ...
@@ -112,7 +112,7 @@ class Walk(Protocol):
 
 
 class RegionScan(Protocol):
-    """What an `around` detector is handed (`source/around.py`)."""
+    """What an `around` detector is handed (`source/engine/around.py`)."""
 
     region: CaptureRegion
     resolver: Resolver
@@ -123,7 +123,7 @@ class RegionScan(Protocol):
 
 
 class ReplaySide(Protocol):
-    """The code after a capture that replays its graph, in the capture's scope (`source/around.py`)."""
+    """The code after a capture that replays its graph, in the capture's scope (`source/engine/around.py`)."""
 
     inputs: dict[str, Node]  # names read by the capture that were bound before it -> first read
     inputs_q: set[str]

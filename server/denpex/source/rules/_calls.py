@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source.index import FileIndex, kwarg
-from denpex.source.parse import strip_parens
+from denpex.source.resolve.index import FileIndex, kwarg
 from denpex.source.rules._api import CallSite, Frame, Walk
+from denpex.source.syntax.parse import strip_parens
 
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
 TENSOR_LIKE = ("tensor", "unknown", "param")  # receiver kinds a tensor method may be called on

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import heapq
 
-from denpex.source.around import scope_table, upto
-from denpex.source.index import positional
-from denpex.source.parse import strip_parens, walk
-from denpex.source.regions import CaptureRegion
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.engine.around import scope_table, upto
+from denpex.source.resolve.index import positional
 from denpex.source.rules._api import CallSite, Walk
+from denpex.source.syntax.parse import strip_parens, walk
 
 CUBLAS_FUNCS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm", "torch.einsum",
                           "torch.nn.functional.linear", "torch.linalg.matmul"})

@@ -7,15 +7,15 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.facts import capturable_optimizer, dead_code, fresh_name_in, truthy
-from denpex.source.hits import Hit, stmt_of
-from denpex.source.index import FileIndex, kwarg
-from denpex.source.mentions import identifiers
+from denpex.source.capture.regions import CaptureRegion, _string_value
+from denpex.source.engine.facts import capturable_optimizer, dead_code, fresh_name_in, truthy
+from denpex.source.engine.hits import Hit, stmt_of
+from denpex.source.fixes import edits as F
 from denpex.source.model import Fix, Severity
-from denpex.source.parse import run_query
-from denpex.source.regions import CaptureRegion, _string_value
+from denpex.source.resolve.index import FileIndex, kwarg
 from denpex.source.rules._api import CallSite, Walk
+from denpex.source.syntax.mentions import identifiers
+from denpex.source.syntax.parse import run_query
 
 _SUBSCRIPT_ASSIGNS = "(assignment left: (subscript subscript: (string) @key)) @assign"
 

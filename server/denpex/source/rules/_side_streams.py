@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from denpex.source.facts import siblings
-from denpex.source.index import positional
+from denpex.source.engine.facts import siblings
+from denpex.source.resolve.index import positional
 from denpex.source.rules._api import Frame, Walk
 
 

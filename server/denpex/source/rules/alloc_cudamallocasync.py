@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from denpex.source.hits import Hit
-from denpex.source.parse import run_query
+from denpex.source.engine.hits import Hit
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+from denpex.source.syntax.parse import run_query
 
 
 def _backend(scan: RegionScan) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.index import FileIndex, kwarg, positional
+from denpex.source.fixes import edits as F
 from denpex.source.model import Fix
-from denpex.source.parse import strip_parens
+from denpex.source.resolve.index import FileIndex, kwarg, positional
 from denpex.source.rules._api import CallSite, Claim, Frame, Hazard, SourceRule, Walk
 from denpex.source.rules._calls import on_tensor
+from denpex.source.syntax.parse import strip_parens
 
 
 def _nonzero(w: Walk, c: CallSite) -> bool:

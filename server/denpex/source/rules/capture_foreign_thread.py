@@ -3,11 +3,11 @@ pin-memory thread): that thread's CUDA calls invalidate the capture."""
 
 from __future__ import annotations
 
-from denpex.source import fixes as F
-from denpex.source.facts import value_text
-from denpex.source.hits import Hit
-from denpex.source.index import kwarg
+from denpex.source.engine.facts import value_text
+from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
 from denpex.source.model import TextEdit
+from denpex.source.resolve.index import kwarg
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 
 

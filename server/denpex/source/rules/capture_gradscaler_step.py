@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.facts import next_stmt, prev_stmt
+from denpex.source.engine.facts import next_stmt, prev_stmt
+from denpex.source.fixes import edits as F
 from denpex.source.model import Fix
 from denpex.source.rules._api import CallSite, Claim, Hazard, SourceRule, Walk
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.index import kwarg
+from denpex.source.fixes import edits as F
+from denpex.source.resolve.index import kwarg
 from denpex.source.rules._api import CallSite, Claim, Frame, Hazard, SourceRule, Walk
 from denpex.source.rules._calls import (
     device_is_cuda,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.facts import next_stmt
-from denpex.source.index import FileIndex
+from denpex.source.engine.facts import next_stmt
+from denpex.source.fixes import edits as F
 from denpex.source.model import Fix, TextEdit
-from denpex.source.parse import strip_parens
+from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Frame, Hazard, SourceRule, Walk
+from denpex.source.syntax.parse import strip_parens
 
 _WHERE = "Compute both branches on the device with torch.where"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.hits import stmt_of
+from denpex.source.engine.hits import stmt_of
+from denpex.source.fixes import edits as F
 from denpex.source.model import TextEdit
 from denpex.source.rules._api import CallSite, Claim, Frame, Hazard, SourceRule, Walk
 from denpex.source.rules._calls import on_tensor

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source.hits import stmt_of
+from denpex.source.engine.hits import stmt_of
 from denpex.source.rules._api import CallSite, Claim, Frame, Hazard, SourceRule, Walk
 
 _OPENERS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from denpex.source.facts import logging_level_low
+from denpex.source.engine.facts import logging_level_low
 from denpex.source.model import Severity
 from denpex.source.rules._api import CallSite, Claim, Hazard, SourceRule, Walk
 from denpex.source.rules._calls import any_tensor, is_log_call

@@ -3,12 +3,12 @@ in a name, the function called again, then the name read: the second run overwro
 
 from __future__ import annotations
 
-from denpex.source import fixes as F
-from denpex.source.around import after, enclosing_loop, scope_table
-from denpex.source.eager import eager_fallback
-from denpex.source.hits import Hit
-from denpex.source.mentions import identifiers
+from denpex.source.engine.around import after, enclosing_loop, scope_table
+from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
+from denpex.source.fixes.eager import eager_fallback
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+from denpex.source.syntax.mentions import identifiers
 
 
 def _outputs(scan: RegionScan) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source.callgraph import resolve_region_callable
-from denpex.source.hits import Hit
-from denpex.source.index import FileIndex
-from denpex.source.mentions import def_of, in_nested_definition
-from denpex.source.parse import run_query_range
+from denpex.source.engine.hits import Hit
+from denpex.source.resolve.callgraph import resolve_region_callable
+from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+from denpex.source.syntax.mentions import def_of, in_nested_definition
+from denpex.source.syntax.parse import run_query_range
 
 _NOT_MUTATING = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
 _METHOD_CALLS = "(call function: (attribute object: (identifier) @obj attribute: (identifier) @m)) @call"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
+from denpex.source.fixes import edits as F
 from denpex.source.rules._api import Frame, Hazard, SourceRule, Walk
 from denpex.source.rules._side_streams import side_streams
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.callgraph import EMPTY_ENV
-from denpex.source.facts import bound_names, siblings
-from denpex.source.hits import Hit
-from denpex.source.index import FileIndex
-from denpex.source.mentions import def_of, identifiers, in_nested_definition
-from denpex.source.parse import walk
-from denpex.source.regions import is_inside_stream_context, opens_stream_context
+from denpex.source.capture.regions import is_inside_stream_context, opens_stream_context
+from denpex.source.engine.facts import bound_names, siblings
+from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
+from denpex.source.resolve.callgraph import EMPTY_ENV
+from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+from denpex.source.syntax.mentions import def_of, identifiers, in_nested_definition
+from denpex.source.syntax.parse import walk
 
 _DETACHED_RETURNS = (".item()", ".detach()", ".tolist()", ".cpu()", ".numpy()")
 

@@ -3,7 +3,7 @@ and its replays — legal, but it cannot free the graph's private pool."""
 
 from __future__ import annotations
 
-from denpex.source.hits import Hit
+from denpex.source.engine.hits import Hit
 from denpex.source.rules._api import Around, CallSite, Claim, Hazard, RegionScan, SourceRule, Walk
 
 _HAZARD = "empty-cache"

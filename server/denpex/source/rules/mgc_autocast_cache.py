@@ -3,11 +3,11 @@ casts of the capture are reused after it."""
 
 from __future__ import annotations
 
-from denpex.source import fixes as F
-from denpex.source.facts import truthy
-from denpex.source.hits import Hit
-from denpex.source.index import kwarg
+from denpex.source.engine.facts import truthy
+from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
 from denpex.source.model import TextEdit
+from denpex.source.resolve.index import kwarg
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 
 

@@ -3,7 +3,7 @@ whose `load_state_dict` set capturable back to False."""
 
 from __future__ import annotations
 
-from denpex.source import fixes as F
+from denpex.source.fixes import edits as F
 from denpex.source.model import TextEdit
 from denpex.source.rules._api import CallSite, Claim, Hazard, SourceRule, Walk
 from denpex.source.rules._optimizer import optimizer_step, report_loaded_state

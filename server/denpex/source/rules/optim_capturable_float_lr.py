@@ -3,9 +3,9 @@ replay uses is frozen at capture; keep it in a 0-dim CUDA tensor."""
 
 from __future__ import annotations
 
-from denpex.source import fixes as F
-from denpex.source.facts import has_scheduler
-from denpex.source.index import kwarg
+from denpex.source.engine.facts import has_scheduler
+from denpex.source.fixes import edits as F
+from denpex.source.resolve.index import kwarg
 from denpex.source.rules._api import CallSite, Hazard, SourceRule, Walk
 from denpex.source.rules._optimizer import optimizer_step
 

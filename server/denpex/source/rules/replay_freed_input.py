@@ -3,10 +3,10 @@ while the graph still reads it."""
 
 from __future__ import annotations
 
-from denpex.source import fixes as F
-from denpex.source.hits import Hit
-from denpex.source.parse import walk
+from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+from denpex.source.syntax.parse import walk
 
 _HAZARD = "static-input-deleted"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.around import union
-from denpex.source.hits import Hit
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.engine.around import union
+from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
 from denpex.source.model import Fix
-from denpex.source.regions import CaptureRegion
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 
 _HAZARD = "python-scalar-baked"

@@ -3,8 +3,8 @@ replay overwrites what the alias shows."""
 
 from __future__ import annotations
 
-from denpex.source import fixes as F
-from denpex.source.hits import Hit
+from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 
 _HAZARD = "static-output-aliased"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source.hits import stmt_of
+from denpex.source.engine.hits import stmt_of
 from denpex.source.rules._api import CallSite, Claim, Frame, Hazard, SourceRule, Walk
 from denpex.source.rules._calls import any_tensor, is_global_container, is_log_call
 

@@ -4,9 +4,9 @@ vLLM / SGLang / TGI: a static buffer held on the instance (`self.static_x`) rebo
 
 from __future__ import annotations
 
-from denpex.source import fixes as F
-from denpex.source.hits import Hit
-from denpex.source.members import member_rebinding
+from denpex.source.capture.members import member_rebinding
+from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 
 _HAZARD = "static-input-rebound"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.hits import Hit, Sink
-from denpex.source.index import FileIndex, Kind, kwarg, positional
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.engine.hits import Hit, Sink
+from denpex.source.fixes import edits as F
 from denpex.source.model import Fix, TextEdit
-from denpex.source.parse import strip_parens
-from denpex.source.regions import CaptureRegion
+from denpex.source.resolve.index import FileIndex, Kind, kwarg, positional
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+from denpex.source.syntax.parse import strip_parens
 
 _CHECKED = "copy-checked"  # a copy's check depends on the copy alone: it is made once, for the first capture
 

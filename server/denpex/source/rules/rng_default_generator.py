@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from denpex.source.index import kwarg
+from denpex.source.resolve.index import kwarg
 from denpex.source.rules._api import CallSite, Hazard, SourceRule, Walk
 
 RNG_FUNCS = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like",

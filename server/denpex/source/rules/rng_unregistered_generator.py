@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.index import FileIndex, kwarg
+from denpex.source.fixes import edits as F
 from denpex.source.model import Fix
+from denpex.source.resolve.index import FileIndex, kwarg
 from denpex.source.rules._api import CallSite, Hazard, SourceRule, Walk
 
 

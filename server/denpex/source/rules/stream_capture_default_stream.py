@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.facts import fresh_name_in
-from denpex.source.hits import Hit
+from denpex.source.capture.regions import CaptureRegion, is_inside_stream_context
+from denpex.source.engine.facts import fresh_name_in
+from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
 from denpex.source.model import Fix, TextEdit
-from denpex.source.regions import CaptureRegion, is_inside_stream_context
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 
 

@@ -24,9 +24,15 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from denpex.source.chunks import SEED_WORDS
-from denpex.source.index import GRAPHED_CALLABLE_WORDS, FileIndex, calls_named, kwarg, positional
-from denpex.source.parse import strip_parens, walk
+from denpex.source.resolve.index import (
+    GRAPHED_CALLABLE_WORDS,
+    FileIndex,
+    calls_named,
+    kwarg,
+    positional,
+)
+from denpex.source.syntax.chunks import SEED_WORDS
+from denpex.source.syntax.parse import strip_parens, walk
 
 GRAPH_CMS = frozenset({"torch.cuda.graph"})
 GRAPHED_CALLABLES = frozenset({
@@ -47,7 +53,7 @@ _OPENERS = """
 """
 
 if TYPE_CHECKING:
-    from denpex.source.entrypoints import EntryPoint
+    from denpex.source.capture.entrypoints import EntryPoint
 
 
 @dataclass

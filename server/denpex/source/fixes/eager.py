@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.index import FileIndex, positional
-from denpex.source.mentions import def_of, identifiers
+from denpex.source.capture.regions import CG_MODES, CaptureRegion
+from denpex.source.fixes import edits as F
 from denpex.source.model import Fix, TextEdit
-from denpex.source.parse import strip_parens, walk
-from denpex.source.regions import CG_MODES, CaptureRegion
+from denpex.source.resolve.index import FileIndex, positional
+from denpex.source.syntax.mentions import def_of, identifiers
+from denpex.source.syntax.parse import strip_parens, walk
 
 _LEAVES_BODY = frozenset({"return_statement", "yield", "break_statement", "continue_statement", "global_statement",
                           "nonlocal_statement"})

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node, QueryCursor
 
-from denpex.source.callgraph import EMPTY_ENV, Resolver
-from denpex.source.hits import Sink
-from denpex.source.index import FileIndex
-from denpex.source.mentions import def_of
-from denpex.source.nav import walk_with_parents
-from denpex.source.parse import compile_query, run_query_range, walk
-from denpex.source.regions import CaptureRegion
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.engine.hits import Sink
+from denpex.source.resolve.callgraph import EMPTY_ENV, Resolver
+from denpex.source.resolve.index import FileIndex
 from denpex.source.rules import RuleSet
+from denpex.source.syntax.mentions import def_of
+from denpex.source.syntax.nav import walk_with_parents
+from denpex.source.syntax.parse import compile_query, run_query_range, walk
 
 # ---- around the region: the replay side -----------------------------------------------------------------------
 _AROUND_QUERY = (

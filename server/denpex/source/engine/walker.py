@@ -15,16 +15,16 @@ from dataclasses import replace
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
-from denpex.source.fixbuild import STATEMENT_KINDS, RegionFixBuilder
-from denpex.source.hits import Hit, Sink, branch_head, call_parts, stmt_of
-from denpex.source.index import FileIndex, FuncInfo, Kind, positional
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.engine.hits import Hit, Sink, branch_head, call_parts, stmt_of
+from denpex.source.fixes import edits as F
+from denpex.source.fixes.builders import STATEMENT_KINDS, RegionFixBuilder
 from denpex.source.model import CallStep, Fix, Severity
-from denpex.source.parse import strip_parens
-from denpex.source.regions import CaptureRegion
+from denpex.source.resolve.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
+from denpex.source.resolve.index import FileIndex, FuncInfo, Kind, positional
 from denpex.source.rules import RuleSet
 from denpex.source.rules._api import CallSite, Frame
+from denpex.source.syntax.parse import strip_parens
 
 DEFAULT_GUARDS = frozenset({
     "is_current_stream_capturing", "is_graph_capturing", "get_is_capture_mode", "is_capturing",

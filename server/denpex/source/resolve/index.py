@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from tree_sitter import Node
 
-from denpex.source.names import ImportMap, build_imports, dotted_of, qualname
-from denpex.source.parse import ParsedSource, strip_parens, tokens
+from denpex.source.resolve.names import ImportMap, build_imports, dotted_of, qualname
+from denpex.source.syntax.parse import ParsedSource, strip_parens, tokens
 
 _V = TypeVar("_V")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source.hits import stmt_of
-from denpex.source.index import FileIndex, Kind, kwarg, positional
-from denpex.source.parse import run_query, strip_parens, walk
-from denpex.source.regions import _string_value
+from denpex.source.capture.regions import _string_value
+from denpex.source.engine.hits import stmt_of
+from denpex.source.resolve.index import FileIndex, Kind, kwarg, positional
+from denpex.source.syntax.parse import run_query, strip_parens, walk
 
 
 def next_stmt(n: Node) -> Node | None:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.callgraph import Resolver
-from denpex.source.eager import eager_fallback, read_between
-from denpex.source.facts import bound_names, fresh_name_in
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.capture.replays import graph_replays
+from denpex.source.engine.facts import bound_names, fresh_name_in
+from denpex.source.fixes import edits as F
+from denpex.source.fixes.eager import eager_fallback, read_between
 from denpex.source.model import Fix, TextEdit
-from denpex.source.parse import walk
-from denpex.source.regions import CaptureRegion
-from denpex.source.replays import graph_replays
+from denpex.source.resolve.callgraph import Resolver
 from denpex.source.rules._api import Frame
+from denpex.source.syntax.parse import walk
 
 STATEMENT_KINDS = ("graph", "capture_begin", "wrapper")  # regions made of statements a fix can move
 _LITERAL_NAMES = ("device", "dtype", "torch", "float32", "float16", "int64", "int32", "bfloat16", "long", "float",

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from denpex.source.index import ClassInfo, FileIndex, FuncInfo, kwarg, positional
-from denpex.source.parse import run_query, strip_parens
+from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, kwarg, positional
+from denpex.source.syntax.parse import run_query, strip_parens
 
 MAX_VALUES = 8  # per expression; more is unknown
 MAX_DEPTH = 8  # nested questions per answer

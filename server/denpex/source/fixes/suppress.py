@@ -12,7 +12,7 @@ import re
 from tree_sitter import Node
 
 from denpex.source.model import Fix, TextEdit
-from denpex.source.parse import ParsedSource
+from denpex.source.syntax.parse import ParsedSource
 
 _IGNORE = re.compile(r"#\s*denpex:\s*ignore(?:\[([^\]]*)\])?", re.IGNORECASE)
 ALL = "*"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.callgraph import Resolver
-from denpex.source.index import FileIndex, Scope, positional
-from denpex.source.mentions import def_of, identifiers, in_nested_definition
-from denpex.source.parse import strip_parens
-from denpex.source.regions import CaptureRegion
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.fixes import edits as F
+from denpex.source.resolve.callgraph import Resolver
+from denpex.source.resolve.index import FileIndex, Scope, positional
+from denpex.source.syntax.mentions import def_of, identifiers, in_nested_definition
+from denpex.source.syntax.parse import strip_parens
 
 
 def graph_node(region: CaptureRegion) -> Node | None:

@@ -14,12 +14,18 @@ import re
 
 from tree_sitter import Node
 
-from denpex.source import fixes as F
-from denpex.source.hits import Hit, Sink
-from denpex.source.index import ClassInfo, FileIndex, FuncInfo, positional, scope_binding_nodes
-from denpex.source.nav import walk_with_parents
-from denpex.source.parse import strip_parens, walk
-from denpex.source.regions import CaptureRegion
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.engine.hits import Hit, Sink
+from denpex.source.fixes import edits as F
+from denpex.source.resolve.index import (
+    ClassInfo,
+    FileIndex,
+    FuncInfo,
+    positional,
+    scope_binding_nodes,
+)
+from denpex.source.syntax.nav import walk_with_parents
+from denpex.source.syntax.parse import strip_parens, walk
 
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__"})
 

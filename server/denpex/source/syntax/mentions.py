@@ -11,7 +11,7 @@ from functools import cache
 
 from tree_sitter import Node
 
-from denpex.source.index import FileIndex
+from denpex.source.resolve.index import FileIndex
 
 
 @cache

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from denpex.source.index import FileIndex
+from denpex.source.capture.regions import CaptureRegion
 from denpex.source.model import CallStep, Fix, Severity
-from denpex.source.parse import ParsedSource
-from denpex.source.regions import CaptureRegion
+from denpex.source.resolve.index import FileIndex
+from denpex.source.syntax.parse import ParsedSource
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Code a framework captures with no capture site in the user's files: the presets in `source/presets/*.yaml`
+"""Code a framework captures with no capture site in the user's files: the presets in `source/capture/presets/*.yaml`
 (vLLM, SGLang, Megatron-LM, TensorRT-LLM, TransformerEngine) and the project's own
 `[tool.denpex] capture-entry-points = ["pkg.mod:Class.method", "pkg.mod:function"]`.
 
@@ -20,11 +20,11 @@ import yaml
 from tree_sitter import Node
 
 from denpex.errors import DenpexError
-from denpex.source.index import ClassInfo, FileIndex, FuncInfo
-from denpex.source.parse import strip_parens
-from denpex.source.regions import CaptureRegion
-from denpex.source.values import Values
-from denpex.source.workspace import module_names
+from denpex.source.capture.regions import CaptureRegion
+from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo
+from denpex.source.resolve.values import Values
+from denpex.source.resolve.workspace import module_names
+from denpex.source.syntax.parse import strip_parens
 
 PRESETS = Path(__file__).resolve().parent / "presets"
 _MATCHERS = ("subclass_of", "decorated_with", "module_assigns")

@@ -7,10 +7,10 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
-from denpex.source.chunks import import_statements
-from denpex.source.index import FileIndex
 from denpex.source.model import TextEdit
-from denpex.source.parse import ParsedSource, parse
+from denpex.source.resolve.index import FileIndex
+from denpex.source.syntax.chunks import import_statements
+from denpex.source.syntax.parse import ParsedSource, parse
 
 _WORD = re.compile(r"\w+")
 MAX_IMPORTERS = 30  # files searched for the call sites of one function (jedi parses at most 6)

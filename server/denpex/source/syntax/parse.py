@@ -16,8 +16,8 @@ from functools import cache
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Range, Tree
 
-from denpex.source import chunks as _chunks
-from denpex.source.nav import TreeNav
+from denpex.source.syntax import chunks as _chunks
+from denpex.source.syntax.nav import TreeNav
 
 
 @cache

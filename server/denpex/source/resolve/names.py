@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from denpex.source.chunks import UNKNOWN
-from denpex.source.parse import ParsedSource, run_query
+from denpex.source.syntax.chunks import UNKNOWN
+from denpex.source.syntax.parse import ParsedSource, run_query
 
 _IMPORTS = """
 (import_statement) @imp

@@ -14,7 +14,7 @@
 
 Positions in results are 0-based lines and 0-based code-point columns (UTF-16 conversion is the LSP's
 job); ends are exclusive. Types: SourceFinding, Fix, TextEdit, CaptureSite (denpex.source.model),
-ScanConfig (denpex.source.config), Workspace (denpex.source.workspace).
+ScanConfig (denpex.source.config), Workspace (denpex.source.resolve.workspace).
 """
 
 from __future__ import annotations
@@ -28,22 +28,22 @@ from typing import TypeVar
 from tree_sitter import Node
 
 from denpex.rulebook import Rule, RuleBook, load_rulebook
-from denpex.source.around import AroundIndex, around_region
-from denpex.source.callgraph import Resolver
-from denpex.source.chunks import SEED_WORDS
+from denpex.source.capture.entrypoints import entry_regions, may_have_entries
+from denpex.source.capture.regions import CaptureRegion, contextmanager_wrappers, find_regions
 from denpex.source.config import ScanConfig
-from denpex.source.entrypoints import entry_regions, may_have_entries
-from denpex.source.facts import fresh_name, logging_level_low
-from denpex.source.fixes import apply_edits
-from denpex.source.hits import Hit, Sink, branch_head
-from denpex.source.index import FileIndex
+from denpex.source.engine.around import AroundIndex, around_region
+from denpex.source.engine.facts import fresh_name, logging_level_low
+from denpex.source.engine.hits import Hit, Sink, branch_head
+from denpex.source.engine.walker import DEFAULT_GUARDS, CaptureWalker
+from denpex.source.fixes.edits import apply_edits
+from denpex.source.fixes.suppress import is_suppressed, suppression_fix, suppressions
 from denpex.source.model import CallStep, CaptureSite, Fix, Severity, SourceFinding, TextEdit
-from denpex.source.parse import ParsedSource, parse, take_wanting
-from denpex.source.regions import CaptureRegion, contextmanager_wrappers, find_regions
+from denpex.source.resolve.callgraph import Resolver
+from denpex.source.resolve.index import FileIndex
+from denpex.source.resolve.workspace import Workspace, diff_edit
 from denpex.source.rules import RuleSet, check_against, registry, rule_set
-from denpex.source.suppress import is_suppressed, suppression_fix, suppressions
-from denpex.source.walker import DEFAULT_GUARDS, CaptureWalker
-from denpex.source.workspace import Workspace, diff_edit
+from denpex.source.syntax.chunks import SEED_WORDS
+from denpex.source.syntax.parse import ParsedSource, parse, take_wanting
 
 __all__ = [
     "CaptureSite", "Document", "Fix", "ScanConfig", "SourceFinding", "TextEdit", "Workspace",

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
-from denpex.source.index import ClassInfo, FileIndex, FuncInfo, positional
-from denpex.source.parse import run_query, strip_parens
-from denpex.source.values import FilesWith, Func, Inst, Lib, Seq, Value, Values
+from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, positional
+from denpex.source.resolve.values import FilesWith, Func, Inst, Lib, Seq, Value, Values
+from denpex.source.syntax.parse import run_query, strip_parens
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from tree_sitter import Node
 
 from denpex.errors import DenpexError
-from denpex.source.index import FileIndex
 from denpex.source.model import Fix, Safety, TextEdit
-from denpex.source.parse import ParsedSource, walk
+from denpex.source.resolve.index import FileIndex
+from denpex.source.syntax.parse import ParsedSource, walk
 
 
 def torch_alias(ix: FileIndex) -> str:

@@ -1,0 +1,1 @@
+"""Parsing: tree-sitter trees of Python source, lazy top-level chunks, climbing a tree, name mentions."""
