@@ -61,8 +61,8 @@ async def test_cancelled_request(client: LanguageClient) -> None:
     fut = client.protocol.send_request(types.TEXT_DOCUMENT_HOVER, hover_params(doc_uri, 8, 20), msg_id="cancel-me")
     client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="cancel-me"))
     try:  # answered or cancelled, depending on timing; either way the server carries on
-        await asyncio.wait_for(asyncio.wrap_future(fut), 5)
-    except Exception as exc:
+        await asyncio.wait_for(asyncio.wrap_future(fut), 30)  # a loaded machine answers a first hover slowly
+    except (Exception, asyncio.CancelledError) as exc:  # CancelledError is a BaseException
         assert "cancel" in str(exc).lower() or isinstance(exc, asyncio.CancelledError), exc
     h = await client.text_document_hover_async(hover_params(doc_uri, 8, 20))
     assert h is not None

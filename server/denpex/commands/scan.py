@@ -16,11 +16,12 @@ from typing import Any
 import pathspec
 
 from denpex import __version__
+from denpex.config.project import load_project, with_cli
 from denpex.errors import DenpexError
 from denpex.notebook import CellPosition, Notebook, NotebookError
 from denpex.notebook.fixes import fixed_cells
 from denpex.rulebook import RuleBook, load_rulebook
-from denpex.source.config import ScanConfig, load_project
+from denpex.source.config import ScanConfig
 from denpex.source.engine.analyse import analyse_workspace, apply_fixes
 from denpex.source.model import SourceFinding
 from denpex.source.resolve.workspace import Workspace
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     start = Path(args.paths[0]) if args.paths else Path.cwd()
     project = load_project(book, start=start if start.exists() else Path.cwd(),
                            pyproject=Path(args.config) if args.config else None)
-    config = project.scan.with_cli(book, args.select, args.ignore)
+    config = with_cli(project.scan, book, args.select, args.ignore)
     if args.unsafe_fixes and not args.fix:
         raise DenpexError("--unsafe-fixes needs --fix")
     args.unsafe_fixes = args.unsafe_fixes or (args.fix and project.bool("unsafe_fixes"))  # [tool.denpex] unsafe-fixes

@@ -24,10 +24,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.tcp is None:  # stdio: the early start-up, before pygls is imported (lsp/boot.py)
-        from denpex.lsp.boot import serve_stdio
-
-        return serve_stdio()
-    from denpex.lsp.transport import serve
+    from denpex.lsp.app import (
+        serve,  # over stdio, pygls is imported after the early start-up (lsp/boot.py)
+    )
 
     return serve(tcp_port=args.tcp, host=args.host)

@@ -26,12 +26,15 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from denpex.cachedir import cache_dir
 from denpex.lsp.stdio import MAX_MESSAGE_BYTES, BoundedStdin, Readable
+
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
 
 _CONTENT_LENGTH = re.compile(rb"^Content-Length: (\d+)\r\n$")
 _CONTENT_TYPE = "application/vscode-jsonrpc; charset=utf-8"
@@ -325,8 +328,9 @@ class Early:
                       f"{(time.perf_counter() - self.t0) * 1000:.0f} ms, before the LSP library was loaded")
 
 
-def serve_stdio() -> int:
-    """The language server over stdin/stdout, with the early start-up above."""
+def serve_stdio(create_server: Callable[[], LanguageServer]) -> int:
+    """The language server that `create_server` makes (denpex.lsp.app's), over stdin/stdout, with the early
+    start-up above: the factory is called, and pygls imported, only after it."""
     raw_in, raw_out = sys.stdin.buffer, sys.stdout.buffer
     frames = Frames(BoundedStdin(raw_in))
     out = Out(raw_out)
@@ -335,8 +339,6 @@ def serve_stdio() -> int:
             Early(frames, out).run()
         except Exception as exc:  # the early part is an optimisation: pygls takes over from here
             print(f"denpex: early start-up stopped: {exc!r}", file=sys.stderr)
-    from denpex.lsp.server import create_server
-
     ls = create_server()
     ls.start_io(stdin=BoundedStdin(Replay(frames.consumed, raw_in)), stdout=out)  # type: ignore[arg-type]  # pygls reads readline()/read(n) only
     return 0

@@ -2,7 +2,8 @@
 the wire (logging, publishing, scheduling analyses, requests to the client).
 
 One handler module per LSP method lives in `denpex.lsp.handlers`; the byte stream (stdio, TCP) is
-in `denpex.lsp.transport`; the documents and the analysers are in `denpex.lsp.service`.
+in `denpex.lsp.transport`; the documents and the analysers are in `denpex.lsp.service`; `denpex.lsp.app`
+puts them together.
 """
 
 from __future__ import annotations
@@ -167,16 +168,3 @@ class DenpexLanguageServer(LanguageServer):
             p = path_of(folder.uri)
             if p is not None and isinstance(values, dict):
                 svc.settings.set_folder(p, values)
-
-
-def create_server() -> DenpexLanguageServer:
-    """The server with every handler module registered (see `denpex.lsp.handlers.ROUTES`)."""
-    from denpex.lsp import handlers
-    from denpex.lsp.transport import DenpexProtocol
-
-    ls = DenpexLanguageServer(DenpexProtocol)
-    for route in handlers.ROUTES:
-        ls.feature(route.method, route.options)(route.handler)
-    for name, command in handlers.COMMANDS.items():
-        ls.command(name)(command)
-    return ls

@@ -76,17 +76,4 @@ class DenpexProtocol(LanguageServerProtocol):
             yield user_handler, (params,), None
 
 
-__all__ = ["MAX_HEADER_LINE", "MAX_MESSAGE_BYTES", "BoundedStdin", "DenpexProtocol", "serve"]
-
-
-def serve(tcp_port: int | None = None, host: str = "127.0.0.1") -> int:
-    """Run the server until the client ends the session: over TCP when `tcp_port` is given, else over
-    stdio with the early start-up of boot.py."""
-    if tcp_port is None:
-        from denpex.lsp.boot import serve_stdio
-
-        return serve_stdio()
-    from denpex.lsp.server import create_server
-
-    create_server().start_tcp(host, tcp_port)
-    return 0
+__all__ = ["MAX_HEADER_LINE", "MAX_MESSAGE_BYTES", "BoundedStdin", "DenpexProtocol"]

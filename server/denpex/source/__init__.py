@@ -7,11 +7,11 @@ Public API (stable; see denpex.source.engine.analyse for the details):
     Document(path, text).apply_edits([...]); .analyse(...)
     apply_fixes(text, findings, *, unsafe=False) -> str
     Workspace(roots=()).add_file / update_file / edit_file / remove_file
-    ScanConfig, load_config, resolve_rules
+    ScanConfig (reading [tool.denpex] into one is denpex.config.project's)
     SourceFinding, Fix, TextEdit, CaptureSite
 """
 
-from denpex.source.config import ScanConfig, load_config, resolve_rules
+from denpex.source.config import ScanConfig
 from denpex.source.engine.analyse import (
     Document,
     analyse_source,
@@ -24,5 +24,5 @@ from denpex.source.resolve.workspace import Workspace
 
 __all__ = [
     "CaptureSite", "Document", "Fix", "ScanConfig", "SourceFinding", "TextEdit", "Workspace",
-    "analyse_source", "analyse_workspace", "apply_edits", "apply_fixes", "load_config", "resolve_rules",
+    "analyse_source", "analyse_workspace", "apply_edits", "apply_fixes",
 ]

@@ -12,22 +12,16 @@
     [tool.denpex.severity]
     pinned-nonblocking-copy = "warning"
 
-The keys, their checks and their error texts are `denpex.config`'s, shared with the language server.
+The keys, their checks and their error texts are `denpex.config`'s, shared with the language server; reading
+`[tool.denpex]` into a ScanConfig is `denpex.config.project`'s (the analyser does not read files).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from denpex.errors import DenpexError
-from denpex.rulebook import RuleBook
 from denpex.source.model import Severity
-
-if TYPE_CHECKING:
-    from denpex.config.resolve import Resolved
 
 
 @dataclass(frozen=True)
@@ -45,53 +39,3 @@ class ScanConfig:
         if rule_id in self.ignore:
             return False
         return self.select is None or rule_id in self.select
-
-    def with_cli(self, book: RuleBook, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> ScanConfig:
-        sel = list(select)
-        ign = list(ignore)
-        out = self
-        if sel:
-            out = replace(out, select=frozenset(resolve_rules(book, sel, "--select")))
-        if ign:
-            out = replace(out, ignore=out.ignore | frozenset(resolve_rules(book, ign, "--ignore")))
-        if out.select is not None and not out.select - out.ignore:
-            raise DenpexError("--select/--ignore: no rule is left to report")
-        return out
-
-
-def resolve_rules(book: RuleBook, keys: Iterable[str], origin: str = "") -> set[str]:
-    """Rule ids for ids, codes or code prefixes (`DPX1`, `ALL`), comma-separated or not."""
-    from denpex.config.keys import ValueProblem
-    from denpex.config.resolve import rule_ids
-
-    out: set[str] = set()
-    for raw in keys:
-        for key in (k.strip() for k in raw.split(",")):
-            if not key:
-                continue
-            try:
-                out |= rule_ids(book, key)
-            except ValueProblem as exc:
-                raise DenpexError(f"{origin}: {exc}" if origin else str(exc)) from None
-    return out
-
-
-def find_pyproject(start: Path) -> Path | None:
-    from denpex.config.pyproject import find_pyproject as find
-
-    return find(start)
-
-
-def load_project(book: RuleBook, start: Path | None = None, pyproject: Path | None = None) -> Resolved:
-    """`[tool.denpex]` (of `pyproject`, else the nearest pyproject.toml above `start`) resolved strictly:
-    a problem is a DenpexError with the text the language server reports for it too."""
-    from denpex.config.pyproject import read_layer
-    from denpex.config.resolve import resolve
-
-    path = pyproject or (find_pyproject(start) if start is not None else None)
-    layer = read_layer(path) if path is not None else None
-    return resolve([layer] if layer is not None else [], book, strict=True)
-
-
-def load_config(book: RuleBook, start: Path | None = None, pyproject: Path | None = None) -> ScanConfig:
-    return load_project(book, start, pyproject).scan
