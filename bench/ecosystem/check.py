@@ -331,7 +331,7 @@ def profile_child(root: str, top: int) -> None:
 
     per_file: dict[str, float] = {}
     hooked = False
-    for mod_name in ("denpex.source.analyse", "denpex.source.analysis.analyse"):
+    for mod_name in ("denpex.source.engine.analyse", "denpex.source.analysis.analyse"):
         try:
             mod = importlib.import_module(mod_name)
         except ImportError:
