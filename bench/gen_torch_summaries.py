@@ -37,9 +37,9 @@ from typing import Any
 from tree_sitter import Node
 
 from denpex.source import ops
-from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, kwarg, positional
 from denpex.source.ops import CallArgs
 from denpex.source.ops.summaries import decide, substitute
+from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, kwarg, positional
 from denpex.source.syntax.parse import parse, strip_parens, walk
 
 ROOT = Path(__file__).resolve().parent.parent
