@@ -221,3 +221,52 @@ def test_methods_python_types_also_have_need_a_known_tensor() -> None:
     assert e is not None and e.tensor_receiver
     nz = ops.tables().lookup("dynamic_shape", "Tensor.nonzero")
     assert nz is not None and not nz.tensor_receiver
+
+
+# ---- the rules read the tables (capture-dynamic-shape-op, capture-item-sync, capture-explicit-sync, rng) -------
+
+RULE_CASE = '''import torch
+import torch.nn.functional as F
+from torch.distributions import Normal
+from torch.nn.utils import clip_grad_norm_
+
+x = torch.randn(16, device="cuda")
+A = torch.randn(4, 4, device="cuda")
+params = [torch.nn.Parameter(x)]
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    idx = torch.where(x > 0)
+    y = torch.where(x > 0, x, 0.0)
+    c = torch.bincount(idx[0])
+    r = x.repeat_interleave(idx[0])
+    r2 = x.repeat_interleave(2)
+    inv = torch.linalg.inv(A)
+    inv2, info = torch.linalg.inv_ex(A)
+    same = x.equal(y)
+    clip_grad_norm_(params, 1.0, error_if_nonfinite=True)
+    clip_grad_norm_(params, 1.0)
+    d = Normal(x, x.abs())
+    d2 = Normal(x, x.abs(), validate_args=False)
+    z = F.dropout(x, training=False)
+    k = [1, 2].index(2)
+    torch.accelerator.synchronize()
+    v = x.normal_()
+'''
+
+
+def test_rules_read_the_tables() -> None:
+    from denpex.source.engine.analyse import analyse_source
+
+    found = {(f.start_line + 1, f.rule, f.severity) for f in analyse_source(RULE_CASE, "case.py")}
+    want = {
+        (11, "capture-dynamic-shape-op", "error"),  # single-argument torch.where
+        (13, "capture-dynamic-shape-op", "error"),  # bincount
+        (14, "capture-dynamic-shape-op", "error"),  # repeat_interleave with tensor repeats
+        (16, "capture-item-sync", "error"),  # linalg.inv checks its result on the host
+        (18, "capture-item-sync", "error"),  # Tensor.equal
+        (19, "capture-item-sync", "error"),  # clip_grad_norm_(..., error_if_nonfinite=True), from the summaries
+        (21, "capture-item-sync", "error"),  # Normal(...) validates its arguments
+        (25, "capture-explicit-sync", "error"),  # torch.accelerator.synchronize
+        (26, "rng-default-generator", "info"),  # Tensor.normal_ (F.dropout(training=False) draws nothing)
+    }
+    assert found == want

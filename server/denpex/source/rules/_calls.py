@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from denpex.source import ops
+from denpex.source.ops import CallArgs, Category, OpEntry
 from denpex.source.resolve.index import FileIndex, kwarg
 from denpex.source.rules._api import CallSite, Frame, Walk
 from denpex.source.syntax.parse import strip_parens
@@ -70,3 +72,65 @@ def is_global_container(w: Walk, recv: Node, frame: Frame) -> bool:
         return False  # a list built in the region's own scope
     return scope.node.type == "module" and assign.value is not None and strip_parens(assign.value).type in (
         "list", "dictionary", "set")
+
+
+def imported_root(ix: FileIndex, f: Node) -> bool:
+    """`torch.linalg.inv` / `F.dropout`: the called name's root is bound by an import (a function of a module,
+    not a method of a value)."""
+    root = f
+    while root.type == "attribute":
+        nxt = root.child_by_field_name("object")
+        if nxt is None:
+            break
+        root = nxt
+    return root.type == "identifier" and ix.imports.lookup(ix.text(root)) is not None
+
+
+def op_spelling(c: CallSite, strict: bool = False) -> str | None:
+    """The name PyTorch's op tables know a call by (`source/ops`): `torch.nonzero` for a function of an imported
+    module, `Tensor.nonzero` for a method on a value that may be a tensor (`strict`: known to be one), `int` for
+    a builtin; None for anything else."""
+    if c.method is None:
+        return c.qualname
+    if imported_root(c.ix, c.func):
+        return c.qualname
+    rk = c.receiver_kind
+    if strict and (rk is None or not rk.tensor):
+        return None
+    return f"Tensor.{c.method}" if on_tensor(c) else None
+
+
+def op_args(w: Walk, c: CallSite) -> CallArgs:
+    """The call's arguments as the op tables' conditions read them: texts, and which are tensors."""
+    ix = c.ix
+    args = c.node.child_by_field_name("arguments")
+    kw: dict[str, str] = {}
+    kw_nodes: dict[str, Node] = {}
+    for a in args.named_children if args is not None else []:
+        if a.type == "keyword_argument":
+            n, v = a.child_by_field_name("name"), a.child_by_field_name("value")
+            if n is not None and v is not None:
+                kw[ix.text(n)] = ix.text(v)
+                kw_nodes[ix.text(n)] = v
+
+    def is_tensor(at: int | str) -> bool:
+        node = kw_nodes.get(at) if isinstance(at, str) else (c.args[at] if at < len(c.args) else None)
+        return node is not None and w.tensorish(node, c.frame)
+
+    return CallArgs(tuple(ix.text(a) for a in c.args), kw, is_tensor)
+
+
+def op_entry(w: Walk, c: CallSite, category: Category, strict: bool = False) -> tuple[str, OpEntry] | None:
+    """The op-table entry of `category` that holds for this call (its spelling and entry), or None."""
+    name = op_spelling(c, strict)
+    if name is None:
+        return None
+    e = ops.tables().lookup(category, name)
+    if e is None or (e.tensor_receiver and not (c.receiver_kind is not None and c.receiver_kind.tensor)):
+        return None
+    return (name, e) if e.holds(op_args(w, c)) else None
+
+
+def shown(name: str) -> str:
+    """A spelling as a message shows it: `torch.bincount`, `.equal()` for a method."""
+    return f".{name[len('Tensor.'):]}()" if name.startswith("Tensor.") else name

@@ -7,33 +7,44 @@ from tree_sitter import Node
 
 from denpex.source.fixes import edits as F
 from denpex.source.model import Fix
+from denpex.source.ops import OpEntry
 from denpex.source.resolve.index import FileIndex, kwarg, positional
 from denpex.source.rules._api import CallSite, Claim, Frame, Hazard, SourceRule, Walk
-from denpex.source.rules._calls import on_tensor
+from denpex.source.rules._calls import op_entry, shown
 from denpex.source.syntax.parse import strip_parens
 
 
-def _nonzero(w: Walk, c: CallSite) -> bool:
-    if not (c.qualname in ("torch.nonzero", "torch.argwhere") or (c.method in ("nonzero", "argwhere") and on_tensor(c))):
+def _hazard(entry: OpEntry) -> str:
+    """The hazard of a dynamic-shape op, by the aten op it reaches: nonzero's family (argwhere, 1-argument
+    torch.where), unique's, and the rest (masked_select, bincount, repeat_interleave, one_hot, lstsq, ...)."""
+    ops_ = " ".join(entry.aten)
+    if "nonzero" in ops_ or "argwhere" in ops_:
+        return "nonzero-call"
+    if "unique" in ops_:
+        return "unique-call"
+    return "masked-select"
+
+
+def _dynamic(w: Walk, c: CallSite) -> bool:
+    """An op PyTorch tags `dynamic_output_shape` (or whose spelling reaches one), for the arguments given."""
+    found = op_entry(w, c, "dynamic_shape")
+    if found is None:
         return False
-    w.report("nonzero-call", c.node, c.frame, [_nonzero_static_fix(c.ix, c.node, c.qualname, c.receiver)])
+    name, entry = found
+    hazard = _hazard(entry)
+    fixes = [_nonzero_static_fix(c.ix, c.node, c.qualname, c.receiver)] if name in _NONZERO else None
+    aten = entry.aten[0].split(".", 1)[0] if entry.aten else name
+    message = None if name in _NAMED else (
+        f"`{shown(name)}` computes its output size from the data (aten::{aten}, "
+        f"dynamic_output_shape): inside a CUDA-graph capture that needs a host sync and fails")
+    w.report(hazard, c.node, c.frame, fixes, message=message)
     return True
 
 
-def _unique(w: Walk, c: CallSite) -> bool:
-    rk = c.receiver_kind
-    if not (c.qualname in ("torch.unique", "torch.unique_consecutive") or (
-            c.method in ("unique", "unique_consecutive") and rk is not None and rk.tensor)):
-        return False
-    w.report("unique-call", c.node, c.frame)
-    return True
-
-
-def _masked_select(w: Walk, c: CallSite) -> bool:
-    if not (c.qualname == "torch.masked_select" or (c.method == "masked_select" and on_tensor(c))):
-        return False
-    w.report("masked-select", c.node, c.frame)
-    return True
+# the spellings the rule's message names; others get a message of their own
+_NONZERO = frozenset({"torch.nonzero", "torch.argwhere", "Tensor.nonzero", "Tensor.argwhere"})
+_NAMED = _NONZERO | {"torch.unique", "torch.unique_consecutive", "Tensor.unique", "Tensor.unique_consecutive",
+                     "torch.masked_select", "Tensor.masked_select"}
 
 
 def _mask_index(w: Walk, node: Node, frame: Frame) -> None:
@@ -85,6 +96,6 @@ def _nonzero_static_fix(ix: FileIndex, call: Node, q: str | None, recv: Node | N
 RULE = SourceRule(
     id="capture-dynamic-shape-op",
     hazards=(Hazard("nonzero-call"), Hazard("bool-mask-index"), Hazard("unique-call"), Hazard("masked-select")),
-    claims=(Claim(80, _nonzero), Claim(90, _unique), Claim(100, _masked_select)),
+    claims=(Claim(80, _dynamic),),
     on_node={"subscript": (_mask_index,)},
 )

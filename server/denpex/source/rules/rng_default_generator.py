@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from denpex.source.resolve.index import kwarg
 from denpex.source.rules._api import CallSite, Hazard, SourceRule, Walk
+from denpex.source.rules._calls import op_entry
 
-RNG_FUNCS = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like",
-                       "randn_like", "dropout", "poisson"})
 _ID = "rng-default-generator"
 
 
 def _default_rng(w: Walk, c: CallSite) -> None:
-    q = c.qualname
-    if q is None or not q.startswith("torch") or q.rsplit(".", 1)[-1] not in RNG_FUNCS:
+    """A call PyTorch tags `nondeterministic_seeded` (or whose spelling reaches one, F.dropout), for the arguments
+    given: `F.dropout(x, training=False)` and `scaled_dot_product_attention` without dropout_p draw nothing."""
+    if op_entry(w, c, "random") is None:
         return
     if w.state.get(_ID) or w.region.kind in ("graphed_callables", "entry") or kwarg(c.ix, c.node, "generator") is not None:
         return
