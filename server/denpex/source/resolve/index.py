@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -157,6 +158,8 @@ class Kind:
 
 UNKNOWN = Kind("unknown")
 PARAM = Kind("param")
+# the kind of a parameter (its name, the identifier read) where a caller's binding is known; None: not known
+ParamKinds = Callable[[str, Node], "Kind | None"]
 
 
 @dataclass
@@ -194,6 +197,9 @@ class Assign:
     start_byte: int
     value: Node | None  # None for parameters, loop targets, with-as targets
     stmt: Node
+    # a target unpacked from a value that is not a literal tuple (`scores, labels = probs.max(-1)`) or a loop
+    # target (`for row in t:`): that value; an element of a tensor (or of the tuple a tensor op returns) is one
+    unpacked: Node | None = None
 
 
 @dataclass
@@ -382,7 +388,7 @@ class FileIndex:
                 elif t in ("for_statement", "for_in_clause"):
                     left = n.child_by_field_name("left")
                     if left is not None:
-                        self._bind_targets(scope, left, None, n)
+                        self._bind_targets(scope, left, None, n, n.child_by_field_name("right"))
                 elif t == "as_pattern_target" or t == "with_item":
                     pass
                 elif t == "global_statement" or t == "nonlocal_statement":
@@ -392,10 +398,11 @@ class FileIndex:
         self._scopes[owner.id] = scope
         return scope
 
-    def _bind_targets(self, scope: Scope, left: Node, right: Node | None, stmt: Node) -> None:
+    def _bind_targets(self, scope: Scope, left: Node, right: Node | None, stmt: Node,
+                      unpacked: Node | None = None) -> None:
         left = strip_parens(left)
         if left.type == "identifier":
-            scope.assigns.setdefault(self.text(left), []).append(Assign(stmt.start_byte, right, stmt))
+            scope.assigns.setdefault(self.text(left), []).append(Assign(stmt.start_byte, right, stmt, unpacked))
         elif left.type in ("pattern_list", "tuple_pattern", "list_pattern", "tuple", "list"):
             elems = [c for c in left.named_children]
             rvals: list[Node] | None = None
@@ -404,7 +411,10 @@ class FileIndex:
                 if r.type in ("tuple", "expression_list", "list") and r.named_child_count == len(elems):
                     rvals = list(r.named_children)
             for i, e in enumerate(elems):
-                self._bind_targets(scope, e, rvals[i] if rvals else None, stmt)
+                if rvals:
+                    self._bind_targets(scope, e, rvals[i], stmt)
+                else:
+                    self._bind_targets(scope, e, None, stmt, unpacked if right is None else right)
 
     def lookup(self, name: str, at: Node) -> tuple[Assign | None, Scope | None, bool]:
         """The assignment of `name` visible at `at`: (assign, scope, is_param)."""
@@ -429,7 +439,10 @@ class FileIndex:
         return None, None, False
 
     # ---- kinds -------------------------------------------------------------------------------------------
-    def kind(self, node: Node, depth: int = 0) -> Kind:
+    def kind(self, node: Node, depth: int = 0, params: ParamKinds | None = None) -> Kind:
+        """What `node` is. `params` gives the kind of a parameter of the function that holds the name where a
+        caller's binding is known (the walker's frames): `keep = scores > t` is a tensor mask when the caller
+        passed a tensor for `scores`, through any locals, operators and subscripts in between."""
         if depth > 8:
             return UNKNOWN
         node = strip_parens(node)
@@ -438,12 +451,18 @@ class FileIndex:
             name = self.text(node)
             assign, _scope, is_param = self.lookup(name, node)
             if is_param:
+                if params is not None:
+                    pk = params(name, node)
+                    if pk is not None:
+                        return pk
                 return PARAM
+            if assign is not None and assign.value is None and assign.unpacked is not None:
+                return self._element_kind(assign.unpacked, depth, params)
             if assign is None or assign.value is None:
                 return UNKNOWN
             if assign.stmt.type == "augmented_assignment":
                 return UNKNOWN
-            return self.kind(assign.value, depth + 1)
+            return self.kind(assign.value, depth + 1, params)
         if t in ("integer", "float"):
             return Kind("scalar")
         if t in ("string", "concatenated_string"):
@@ -456,12 +475,12 @@ class FileIndex:
             return Kind("other")
         if t == "unary_operator":
             arg = node.child_by_field_name("argument")
-            return self.kind(arg, depth + 1) if arg is not None else UNKNOWN
+            return self.kind(arg, depth + 1, params) if arg is not None else UNKNOWN
         if t == "not_operator":
             return Kind("bool")
         if t == "binary_operator":
-            lk = self.kind(node.child_by_field_name("left") or node, depth + 1)
-            rk = self.kind(node.child_by_field_name("right") or node, depth + 1)
+            lk = self.kind(node.child_by_field_name("left") or node, depth + 1, params)
+            rk = self.kind(node.child_by_field_name("right") or node, depth + 1, params)
             op = node.child_by_field_name("operator")
             if lk.tensor or rk.tensor:
                 dev = "cuda" if "cuda" in (lk.device, rk.device) else (lk.device or rk.device)
@@ -475,18 +494,18 @@ class FileIndex:
             if any(c.type in ("is", "is not", "in", "not in") for c in node.children):
                 return Kind("bool")  # identity and membership give a Python bool, even between tensors
             for c in node.named_children:
-                k = self.kind(c, depth + 1)
+                k = self.kind(c, depth + 1, params)
                 if k.tensor:
                     return Kind("tensor", k.device, is_bool=True)
             return Kind("bool")
         if t == "boolean_operator":
             return Kind("bool")
         if t == "conditional_expression":
-            return self.kind(node.named_children[0], depth + 1) if node.named_child_count else UNKNOWN
+            return self.kind(node.named_children[0], depth + 1, params) if node.named_child_count else UNKNOWN
         if t == "subscript":
             v = node.child_by_field_name("value")
             if v is not None:
-                k = self.kind(v, depth + 1)
+                k = self.kind(v, depth + 1, params)
                 if k.tensor:
                     return Kind("tensor", k.device)
             return UNKNOWN
@@ -500,19 +519,36 @@ class FileIndex:
                     if cls is not None:
                         entry = self.class_self_attrs(cls).get(a)
                         if entry is not None:
-                            return self.kind(entry[0], depth + 1)
+                            return self.kind(entry[0], depth + 1, params)
                     return UNKNOWN
-                ok = self.kind(obj, depth + 1)
+                ok = self.kind(obj, depth + 1, params)
                 if ok.tensor and a in ("T", "mT", "data", "grad", "real", "imag"):
                     return Kind("tensor", ok.device)
                 if ok.tensor and a in ("shape", "device", "dtype"):
                     return Kind("other")
             return UNKNOWN
         if t == "call":
-            return self._call_kind(node, depth)
+            return self._call_kind(node, depth, params)
         return UNKNOWN
 
-    def _call_kind(self, node: Node, depth: int) -> Kind:
+    def _element_kind(self, whole: Node, depth: int, params: ParamKinds | None) -> Kind:
+        """An element of `whole` unpacked or iterated: a tensor for a tensor's rows and for the tuples of torch's
+        own ops (`values, idx = x.max(-1)`, `a, b = t.chunk(2)`). A module's or a user function's result may be
+        a tuple of anything (`logits, n_tokens = model(x)`): unknown."""
+        whole = strip_parens(whole)
+        if whole.type == "call":
+            func = whole.child_by_field_name("function")
+            if func is None:
+                return UNKNOWN
+            q = self.qualname(func)
+            torch_op = q is not None and q.startswith("torch.") and not q.startswith("torch.nn.")
+            recv = func.child_by_field_name("object") if func.type == "attribute" else None
+            if not torch_op and not (recv is not None and self.kind(recv, depth + 1, params).tensor):
+                return UNKNOWN
+        k = self.kind(whole, depth + 1, params)
+        return Kind("tensor", k.device, is_bool=k.is_bool) if k.tensor else UNKNOWN
+
+    def _call_kind(self, node: Node, depth: int, params: ParamKinds | None = None) -> Kind:
         func = node.child_by_field_name("function")
         args = node.child_by_field_name("arguments")
         if func is None:
@@ -521,13 +557,13 @@ class FileIndex:
         if q is not None:
             last = q.rsplit(".", 1)[-1]
             if q.startswith("torch.") or q == "torch":
-                return self._torch_call_kind(q, last, node, args, depth)
+                return self._torch_call_kind(q, last, node, args, depth, params)
             if q in self.classes or (q.split(".")[-1] in self.classes and "." not in q):
                 return Kind("module", "cuda", user_class=q)
             if q.endswith("DataLoader"):
                 return Kind("dataloader", node=node)
             if func.type == "identifier":
-                k = self.kind(func, depth + 1)
+                k = self.kind(func, depth + 1, params)
                 if k.cat == "module":
                     return Kind("tensor", "cuda")
                 if k.cat == "compiled":
@@ -539,9 +575,9 @@ class FileIndex:
             if obj is None or attr is None:
                 return UNKNOWN
             m = self.text(attr)
-            if obj.type == "identifier" and self.text(obj) == "self" and self.kind(func, depth + 1).cat == "module":
+            if obj.type == "identifier" and self.text(obj) == "self" and self.kind(func, depth + 1, params).cat == "module":
                 return Kind("tensor", "cuda")  # `self.fc(x)`: calling a module held on the instance
-            rk = self.kind(obj, depth + 1)
+            rk = self.kind(obj, depth + 1, params)
             if rk.cat == "module" and m in ("cuda", "to", "train", "eval", "half", "float", "bfloat16", "requires_grad_"):
                 return rk
             if rk.cat == "module":
@@ -571,7 +607,8 @@ class FileIndex:
                 return Kind("other")
         return UNKNOWN
 
-    def _torch_call_kind(self, q: str, last: str, node: Node, args: Node | None, depth: int) -> Kind:
+    def _torch_call_kind(self, q: str, last: str, node: Node, args: Node | None, depth: int,
+                         params: ParamKinds | None = None) -> Kind:
         if q in ("torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream", "torch.Stream"):
             return Kind("stream", node=node)
         if q in ("torch.cuda.Event", "torch.Event"):
@@ -600,11 +637,11 @@ class FileIndex:
                 lib.add("cudnn")
             if last == "Sequential" and args is not None:
                 for a in args.named_children:
-                    k = self.kind(a, depth + 1)
+                    k = self.kind(a, depth + 1, params)
                     lib |= k.lib
             return Kind("module", None, lib=frozenset(lib), node=node)
         if q.startswith("torch.nn.functional."):
-            dev = self._first_tensor_device(args, depth)
+            dev = self._first_tensor_device(args, depth, params)
             return Kind("tensor", dev)
         if last in TENSOR_FACTORIES or q.startswith("torch.special.") or q.startswith("torch.linalg."):
             dev = None
@@ -614,30 +651,30 @@ class FileIndex:
                     dev = "cuda" if _mentions_cuda(self, device_arg) else "cpu"
                     if device_arg.type == "attribute" and self.text(device_arg).endswith(".device"):
                         obj = device_arg.child_by_field_name("object")
-                        dev = self.kind(obj, depth + 1).device if obj is not None else None
+                        dev = self.kind(obj, depth + 1, params).device if obj is not None else None
                 pin = _kwarg(self, args, "pin_memory")
                 if pin is not None and self.text(pin) == "True":
                     dev = "pinned"
                 if dev is None:
                     if last.endswith("_like") or last in ("cat", "stack", "where", "matmul", "mm", "bmm"):
-                        dev = self._first_tensor_device(args, depth)
+                        dev = self._first_tensor_device(args, depth, params)
                     elif last in ("tensor", "as_tensor", "from_numpy") or last in SHAPE_FACTORIES or last in (
                         "full", "arange", "randint", "linspace", "eye", "randperm"
                     ):
                         dev = "cpu"
                     else:
-                        dev = self._first_tensor_device(args, depth)
+                        dev = self._first_tensor_device(args, depth, params)
             shape = _literal_shape(self, args) if last in SHAPE_FACTORIES and args is not None else None
             return Kind("tensor", dev, shape=shape, node=node)
         return UNKNOWN
 
-    def _first_tensor_device(self, args: Node | None, depth: int) -> str | None:
+    def _first_tensor_device(self, args: Node | None, depth: int, params: ParamKinds | None = None) -> str | None:
         if args is None:
             return None
         for a in args.named_children:
             if a.type == "keyword_argument":
                 continue
-            k = self.kind(a, depth + 1)
+            k = self.kind(a, depth + 1, params)
             if k.tensor:
                 return k.device
         return None

@@ -1,0 +1,36 @@
+"""Kinds of parameters from the calls that reach them: what the caller passed for `scores` decides whether
+`keep = scores > t` in the callee is a tensor mask, through every call level between it and the capture.
+
+The walker's frames hold each entered function's bindings (`Env`: parameter -> the caller's argument, with
+the caller's own bindings); `param_kinds` turns them into the `params` callback of `FileIndex.kind`.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from denpex.source.resolve.callgraph import Env
+from denpex.source.resolve.index import FileIndex, FuncInfo, Kind, ParamKinds
+
+_MAX_HOPS = 16  # call levels followed back towards the capture; deeper chains stay unknown
+
+
+def param_kinds(ix: FileIndex, env: Env, func: FuncInfo | None, hops: int = _MAX_HOPS) -> ParamKinds | None:
+    """The kind of a parameter of `func` (in `ix`) read at a node, from the argument `env` binds it to; None
+    for a name read in another function (a closure's or another method's parameter of the same spelling)."""
+    if func is None or not env.params or hops <= 0:
+        return None
+    fn_id = func.node.id
+
+    def of(name: str, node: Node) -> Kind | None:
+        holder = ix.enclosing_function(node)
+        if holder is None or holder.node.id != fn_id:
+            return None
+        b = env.get(name)
+        if b is None:
+            return None
+        outer = param_kinds(b.ix, b.env, b.ix.enclosing_function(b.node), hops - 1)
+        k = b.ix.kind(b.node, 0, outer)
+        return None if k.cat in ("unknown", "param") else k
+
+    return of
