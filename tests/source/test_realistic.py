@@ -79,20 +79,17 @@ CASES = cases()
 MISSES: dict[str, str] = {
     "s03_detector": "boolean-mask indexing scores[keep] in a helper whose `keep = scores > t` comes from a"
                     " comparison on a tensor parameter: the comparison's result is not known to be a tensor",
-    "s05_lrsched": "a Python-float lr changed by LambdaLR is only judged for capturable=True optimizers, not SGD",
     "s06_compile_scoring": "torch.compile(mode='reduce-overhead') outputs appended to a list inside a loop",
     "s07_vit_droppath": "user generator in DropPath reached through make_graphed_callables of a ViT whose blocks"
                         " hold it",
     "s08_charlm": "Adam from a factory in another file, stored and stepped inside the captured train_step",
     "s10_twohead": "side stream forked with wait_stream and never joined, in a method reached through a"
                    " capturing() helper that opens the capture with capture_begin/capture_end",
-    "s11_denoise_ae": "the last eager step's autograd graph kept alive across the capture (906 after an inline"
-                      " eager forward/backward)",
     # programs_new: the missing link named first is the one a minimal probe showed missing on its own
     "r01_moe_router": "single-argument torch.where(cond) is not a data-dependent-shape op to the rule; the model"
                       " given to GraphRunner(model) and called as self.model(...) is not reached",
-    "r02_telemetry_decorator": "torch.tensor([...], device=x.device) is not seen as a host copy; the body of a"
-                               " decorator's wrapper is not walked under capture",
+    "r02_telemetry_decorator": "the body of a decorator's wrapper is not walked under capture (its"
+                               " torch.tensor([...], device=x.device) is a known host copy)",
     "r03_anomaly_ctxmgr": "a @contextlib.contextmanager that calls capture_begin()/capture_end() around its yield"
                           " is not a capture opener; z from arithmetic on tensor parameters is not typed",
     "r04_optim_factory": "AdamW from a factory whose branches build different classes, passed to"
@@ -111,10 +108,6 @@ MISSES: dict[str, str] = {
 
 # Error-level findings on lines no gold row names (false errors of the analyser at HEAD).
 STRAYS: dict[str, str] = {
-    "s03_detector": "DPX302 at error level on serve_detector.py:110 (`dets = static_out`, consumed in the same"
-                    " iteration)",
-    "s08_charlm": "DPX302 at error level on train_charlm.py:147 (static loss kept, consumed in the same"
-                  " iteration)",
 }
 
 

@@ -148,6 +148,9 @@ def const_value(ix: FileIndex, node: Node, depth: int = 0, nest: int = 0) -> obj
             return _UNKNOWN
         vals = [const_value(ix, c, depth, nest + 1) for c in node.named_children if c.type != "comment"]
         return _UNKNOWN if any(v is _UNKNOWN for v in vals) else tuple(vals)
+    if t in ("identifier", "attribute") and ix.text(node).endswith("TYPE_CHECKING") and ix.qualname(node) in (
+            "typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING"):
+        return False  # True for type checkers only
     if t == "identifier" and depth < 3:  # a name bound to a name bound to a literal, no further
         name = ix.text(node)
         assign, scope, is_param = ix.lookup(name, node)

@@ -2,7 +2,8 @@
 functions they call) and hands each node to the enabled rules' detectors (see `rules/_api.py`).
 
 It owns traversal, capture guards (`torch.cuda.is_current_stream_capturing()` and configured names), branches
-(a line on a branch the analyser cannot evaluate is reported with that branch) and call following; it knows no
+(a line on a branch the analyser cannot evaluate is reported with that branch; a branch whose condition is a
+constant, `if False:` / `if TYPE_CHECKING:`, is walked only where it runs) and call following; it knows no
 hazard. Nested definitions, comments and strings' contents are not code the capture runs.
 
 The syntax tree is walked with an explicit stack (generated code nests expressions tens of thousands deep);
@@ -16,13 +17,13 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from denpex.source.capture.regions import CaptureRegion
+from denpex.source.engine.facts import const_truth
 from denpex.source.engine.hits import Hit, Sink, branch_head, call_parts, stmt_of
 from denpex.source.fixes import edits as F
 from denpex.source.fixes.builders import STATEMENT_KINDS, RegionFixBuilder
 from denpex.source.model import CallStep, Fix, Severity
 from denpex.source.resolve.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
 from denpex.source.resolve.index import FileIndex, FuncInfo, Kind, positional
-from denpex.source.resolve.param_kinds import param_kinds
 from denpex.source.rules import RuleSet
 from denpex.source.rules._api import CallSite, Frame
 from denpex.source.syntax.parse import strip_parens
@@ -142,6 +143,10 @@ class CaptureWalker:
                     cond = node.named_children[1]
                     if self._guard_polarity(ix, cond) is None:
                         self._condition(cond, frame, ternary=node)
+                    truth = const_truth(ix, cond) if node.named_child_count == 3 else None
+                    if truth is not None:  # `a if False else b`: only the side that runs, and the condition
+                        stack.extend((_VISIT, c, None) for c in (node.named_children[0 if truth else 2], cond))
+                        continue
             elif t == "boolean_operator":
                 for operand in (node.child_by_field_name("left"), node.child_by_field_name("right")):
                     if operand is not None and operand.type != "boolean_operator":
@@ -160,7 +165,9 @@ class CaptureWalker:
             stack.extend((_VISIT, c, None) for c in reversed(node.named_children))
 
     def _if_items(self, node: Node, frame: Frame) -> list[tuple[int, Node, Node | None]]:
-        """The work items of an `if` statement, in visiting order: only the branch a capture guard leaves."""
+        """The work items of an `if` statement, in visiting order: only the branch a capture guard leaves, and
+        only the branches a constant condition can take (`if False:`, `if 0:`, `if TYPE_CHECKING:` and module
+        constants bound once to a literal are decided, not guessed: facts.const_truth)."""
         ix = frame.ix
         cond = node.child_by_field_name("condition")
         pol = self._guard_polarity(ix, cond) if cond is not None else None
@@ -171,20 +178,30 @@ class CaptureWalker:
         if pol is False:  # if not capturing: ... -> only the alternatives run under capture
             return [(_VISIT, a, None) for a in alts]
         items: list[tuple[int, Node, Node | None]] = []
-        if cond is not None:
+        truth = const_truth(ix, cond) if cond is not None else None
+        if cond is not None:  # a constant condition still runs (`x.item() > 0 and False`)
             items += [(_CONDITION_OF_IF, cond, node), (_VISIT, cond, None)]
-        if cons is not None:
-            items.append((_VISIT, cons, None))
+        if truth is not False:
+            if cons is not None:
+                items.append((_VISIT, cons, None))
+            if truth is True:
+                return items  # no other clause runs
         for a in alts:
             if a.type == "elif_clause":
                 c2 = a.child_by_field_name("condition")
+                t2 = None
                 if c2 is not None:
                     if self._guard_polarity(ix, c2) is not None:
                         continue
+                    t2 = const_truth(ix, c2)
                     items += [(_CONDITION, c2, None), (_VISIT, c2, None)]
+                    if t2 is False:
+                        continue
                 b2 = a.child_by_field_name("consequence")
                 if b2 is not None:
                     items.append((_VISIT, b2, None))
+                if t2 is True:
+                    break
             else:
                 items.append((_VISIT, a, None))
         return items
@@ -277,9 +294,9 @@ class CaptureWalker:
                 inner = strip_parens(b.node)
                 nxt = b.env.get(b.ix.text(inner)) if inner.type == "identifier" else None
                 if nxt is None:
-                    return b.ix.kind(b.node, 0, param_kinds(b.ix, b.env, b.ix.enclosing_function(b.node)))
+                    return b.ix.kind(b.node)
                 b = nxt
-        k = frame.ix.kind(node, 0, param_kinds(frame.ix, frame.env, frame.func))
+        k = frame.ix.kind(node)
         if deep and k.cat in ("unknown", "param") and node.type in ("identifier", "attribute"):
             # an object made elsewhere (`opt = build_optimizer(model)`): its kind where it is constructed
             lib = self.resolver.library_kind_site(frame.ix, node, frame.env)

@@ -129,6 +129,7 @@ class ReplaySide(Protocol):
     inputs_q: set[str]
     outputs_q: set[str]
     first_replay: int  # start byte of the first replay after the capture
+    replays: list[Node]  # the graph's replay calls in the capture's scope, in document order
     seen: set[tuple[str, int]]  # (hazard, node id) reported already by an earlier capture of the file
 
     def followed(self, table: str, names: Iterable[str]) -> list[Node]: ...

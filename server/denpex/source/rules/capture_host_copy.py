@@ -1,6 +1,6 @@
 """capture-host-copy (DPX115): copies between host and device inside a capture — `.cpu()` / `.tolist()` /
-`.numpy()`, `torch.tensor(..., device="cuda")` from host data, `t.cuda()` of a host tensor, and a Python scalar
-written into a CUDA tensor by index (`buf[i] = 3.0`)."""
+`.numpy()`, `torch.tensor(..., device="cuda")` (or `device=x.device`) from host data, `t.cuda()` of a host
+tensor, and a Python scalar written into a CUDA tensor by index (`buf[i] = 3.0`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from denpex.source.rules._calls import (
     on_tensor,
     pinned_non_blocking,
 )
+from denpex.source.syntax.parse import strip_parens
 
 
 def _to_cpu_device(c: CallSite) -> bool:
@@ -42,8 +43,41 @@ def _to_host(w: Walk, c: CallSite) -> bool:
     return True
 
 
+def _on_gpu(w: Walk, c: CallSite) -> bool:
+    """The `device=` of a call names the GPU: a "cuda" text, a tensor's `.device` (`x.device`, `self.device`:
+    inside a capture a tensor not known to live on the host is on the GPU), or a name bound to one of those."""
+    if device_is_cuda(c.ix, c.node):
+        return True
+    d = kwarg(c.ix, c.node, "device")
+    for _ in range(3):
+        if d is None:
+            return False
+        d = strip_parens(d)
+        if d.type == "attribute":
+            attr, obj = d.child_by_field_name("attribute"), d.child_by_field_name("object")
+            if attr is None or obj is None or c.ix.text(attr) != "device":
+                return False
+            k = w.kind(obj, c.frame)
+            return k.cat in ("tensor", "param", "unknown", "module") and k.device not in ("cpu", "pinned")
+        if d.type != "identifier":
+            return False
+        b = c.frame.env.get(c.ix.text(d))
+        if b is not None:
+            if b.ix is not c.ix:
+                return "cuda" in b.ix.text(b.node)
+            d = b.node
+            continue
+        assign, _scope, is_param = c.ix.lookup(c.ix.text(d), d)
+        if is_param or assign is None or assign.value is None:
+            return False
+        if "cuda" in c.ix.text(assign.value):
+            return True
+        d = assign.value
+    return False
+
+
 def _tensor_from_host(w: Walk, c: CallSite) -> bool:
-    if c.qualname not in ("torch.tensor", "torch.as_tensor") or not device_is_cuda(c.ix, c.node):
+    if c.qualname not in ("torch.tensor", "torch.as_tensor") or not _on_gpu(w, c):
         return False
     w.report("pageable-host-to-device", c.node, c.frame, [w.fixes.hoist(c.stmt, c.direct, c.node)])
     return True

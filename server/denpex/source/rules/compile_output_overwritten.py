@@ -1,14 +1,19 @@
 """compile-output-overwritten (DPX700): an output of a function compiled with CUDA graphs (reduce-overhead) kept
-in a name, the function called again, then the name read: the second run overwrote it."""
+in a name, the function called again, then the name read: the second run overwrote it. Not when the name was
+bound again by then (`out = f(a)`, `out = f(b)`: it reads the new output)."""
 
 from __future__ import annotations
+
+from tree_sitter import Node
 
 from denpex.source.engine.around import after, enclosing_loop, scope_table
 from denpex.source.engine.hits import Hit
 from denpex.source.fixes import edits as F
 from denpex.source.fixes.eager import eager_fallback
+from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 from denpex.source.syntax.mentions import identifiers
+from denpex.source.syntax.parse import walk
 
 
 def _outputs(scan: RegionScan) -> None:
@@ -39,6 +44,8 @@ def _outputs(scan: RegionScan) -> None:
         if not later_calls:
             continue
         nxt = later_calls[0]
+        if _rebound(ix, name, parent, nxt, owner):
+            continue  # `out = f(a)` then `out = f(b)`: the name holds the new output, the old one is not kept
         for n in identifiers(ix, name, nxt.end_byte, end):
             if n.start_byte <= nxt.end_byte or ix.scope_of(n).node.id != owner.id:
                 continue
@@ -50,6 +57,24 @@ def _outputs(scan: RegionScan) -> None:
             fb = eager_fallback(region, None)
             scan.sink(Hit("compile-output-reused", ix, parent, region, (), [f for f in (fx, fb) if f]))
             break
+
+
+def _rebound(ix: FileIndex, name: str, first: Node, nxt: Node, owner: Node) -> bool:
+    """`name` is bound again after the assignment `first` and by the time the next call `nxt` returns: by that
+    call's own assignment (`out = f(b)`, also in a tuple target), or in between by a value that does not read it."""
+    p = nxt.parent
+    if p is not None and p.type == "assignment" and p.child_by_field_name("right") == nxt:
+        left = p.child_by_field_name("left")
+        if left is not None and any(n.type == "identifier" and ix.text(n) == name for n in walk(left)):
+            return True
+    for n in identifiers(ix, name, first.end_byte, nxt.start_byte):
+        q = n.parent
+        if q is None or q.type != "assignment" or q.child_by_field_name("left") != n or ix.scope_of(n).node.id != owner.id:
+            continue
+        right = q.child_by_field_name("right")
+        if right is not None and not any(m.type == "identifier" and ix.text(m) == name for m in walk(right)):
+            return True  # (`out = out[0]` still views the old output)
+    return False
 
 
 RULE = SourceRule(

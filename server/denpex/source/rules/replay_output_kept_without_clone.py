@@ -1,13 +1,23 @@
-"""replay-output-kept-without-clone (DPX302): a captured output aliased (`prev = out`) after a replay: the next
-replay overwrites what the alias shows."""
+"""replay-output-kept-without-clone (DPX302): a captured output aliased (`prev = out`) after a replay and read, or
+stored, where a later replay has overwritten it. An alias consumed before the next replay (`dets = out`, read in
+the same loop iteration) shows the values it was taken for: no finding."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
+from tree_sitter import Node
+
 from denpex.source.engine.hits import Hit
 from denpex.source.fixes import edits as F
-from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+from denpex.source.resolve.index import FileIndex
+from denpex.source.rules._api import Around, Hazard, RegionScan, ReplaySide, SourceRule
+from denpex.source.syntax.mentions import def_of, identifiers
 
 _HAZARD = "static-output-aliased"
+# calls that keep their argument (a container that outlives the iteration)
+_KEEPERS = frozenset({"append", "extend", "insert", "add", "put", "put_nowait", "appendleft", "setdefault", "update"})
+_CONTAINERS = frozenset({"list", "tuple", "set", "dictionary", "pair", "expression_list"})
 
 
 def _aliased(scan: RegionScan) -> None:
@@ -19,11 +29,128 @@ def _aliased(scan: RegionScan) -> None:
         if (_HAZARD, n.id) in side.seen:
             continue
         rr = n.child_by_field_name("right")
-        if rr is not None and side.first_replay < n.start_byte:
+        if rr is not None and side.first_replay < n.start_byte and _kept(ix, side, n):
             fx = F.fix("Clone the static output before the next replay", "unsafe",
                        [F.replace_node(ix, rr, f"{ix.text(rr)}.clone()")])
             side.seen.add((_HAZARD, n.id))
             scan.sink(Hit(_HAZARD, ix, n, scan.region, (), [fx] if fx else []))
+
+
+def _loops(node: Node, owner: Node) -> list[Node]:
+    """The loops that hold `node` inside its scope `owner`, innermost first."""
+    out: list[Node] = []
+    p = node.parent
+    while p is not None and p.id != owner.id:
+        if p.type in ("for_statement", "while_statement"):
+            out.append(p)
+        p = p.parent
+    return out
+
+
+def _replay_in(replays: list[Node], start: int, end: int) -> bool:
+    i = bisect_left(replays, start, key=lambda r: r.start_byte)
+    return i < len(replays) and replays[i].start_byte < end
+
+
+def _kept(ix: FileIndex, side: ReplaySide, alias: Node) -> bool:
+    """The alias's name is read (or stored) where a replay of the graph may have run since the alias was taken,
+    with no rebinding of the name on the way. Anything not understood (an attribute or item target, a
+    module-level name that a function reads) keeps the finding."""
+    left = alias.child_by_field_name("left")
+    if left is None or left.type != "identifier":
+        return True
+    owner = def_of(alias)
+    if owner is None:
+        return True
+    name = ix.text(left)
+    reps = side.replays
+    lo, hi = owner.start_byte, owner.end_byte
+    mentions: list[Node] = []
+    for m in identifiers(ix, name, lo, hi):
+        d = def_of(m)
+        if m.id == left.id or d is None:
+            continue
+        if d.id != owner.id:
+            _assign, scope, _param = ix.lookup(name, m)
+            if scope is not None and scope.node.id == owner.id:
+                return True  # a nested function reads this very name (a closure, a global): not followed
+            continue  # a nested function's own variable of that name
+        mentions.append(m)
+    rebinds = [m.start_byte for m in mentions if _rebinds(m)]
+    loops = _loops(alias, owner)
+
+    def clear(a: int, b: int) -> bool:  # no rebinding of the name in [a, b)
+        return not any(a <= r < b for r in rebinds)
+
+    for m in mentions:
+        if _rebinds(m):
+            continue
+        if _escapes(ix, m):
+            if side.replay_follows(m):
+                return True
+            continue
+        at = m.start_byte
+        if at > alias.end_byte and _replay_in(reps, alias.end_byte, at) and clear(alias.end_byte, at):
+            return True  # a replay between the alias and the read, in document order
+        for loop in loops:
+            if not loop.start_byte <= at < loop.end_byte:  # read after the loop
+                if at < loop.end_byte or not clear(alias.end_byte, at):
+                    continue
+                # its last iteration replayed after the alias, or replayed and skipped a conditional alias
+                if _replay_in(reps, alias.end_byte, loop.end_byte) or (
+                        _skippable(alias, loop) and clear(loop.start_byte, alias.start_byte)
+                        and _replay_in(reps, loop.start_byte, loop.end_byte)):
+                    return True
+                continue
+            # read in a later iteration: alias -> end of the body -> start of the body -> read
+            replayed = _replay_in(reps, alias.end_byte, loop.end_byte) or _replay_in(reps, loop.start_byte, at)
+            if not replayed or not clear(alias.end_byte, loop.end_byte) or not clear(loop.start_byte, at):
+                continue
+            if at < alias.start_byte or _skippable(alias, loop):
+                return True  # (a read after an alias that every iteration runs sees that iteration's alias)
+    return False
+
+
+def _skippable(node: Node, loop: Node) -> bool:
+    """`node` may be skipped by an iteration of `loop`: a branch, handler or match arm lies between them."""
+    p = node.parent
+    while p is not None and p.id != loop.id:
+        if p.type in ("if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
+                      "case_clause", "conditional_expression", "boolean_operator", "for_statement",
+                      "while_statement"):
+            return True
+        p = p.parent
+    return False
+
+
+def _rebinds(m: Node) -> bool:
+    """`name = ...` / `for name in ...` / `name, x = ...`: the mention binds the name."""
+    p = m.parent
+    while p is not None and p.type in ("pattern_list", "tuple_pattern", "list_pattern"):
+        m, p = p, p.parent
+    if p is None:
+        return False
+    if p.type in ("assignment", "augmented_assignment") and p.child_by_field_name("left") == m:
+        return p.type == "assignment"
+    return p.type == "for_statement" and p.child_by_field_name("left") == m
+
+
+def _escapes(ix: FileIndex, m: Node) -> bool:
+    """The value is kept somewhere that outlives the read: another name, an attribute, an item, a container, a
+    keeping call (`outs.append(name)`) or a generator's consumer."""
+    n, p = m, m.parent
+    while p is not None and p.type in _CONTAINERS | {"parenthesized_expression"}:
+        n, p = p, p.parent
+    if p is None:
+        return False
+    if p.type == "assignment" and p.child_by_field_name("right") == n:
+        return True
+    if p.type == "argument_list" and p.parent is not None and p.parent.type == "call":
+        f = p.parent.child_by_field_name("function")
+        attr = f.child_by_field_name("attribute") if f is not None and f.type == "attribute" else None
+        return attr is not None and ix.text(attr) in _KEEPERS
+    # yielded: the consumer may keep it while the generator replays again (`list(gen())`)
+    return p.type == "yield"  # else read, passed to a call or returned: consumed where it is
 
 
 RULE = SourceRule(

@@ -1,5 +1,7 @@
 """stream-capture-default-stream (DPX130): `g.capture_begin()` on the default (legacy) stream, which cannot be
-captured; capture on a side stream forked from and joined to the current one."""
+captured; capture on a side stream forked from and joined to the current one. Not where the stream was made
+current by other means: a stream context entered by hand (`ctx.__enter__()`), `torch.cuda.set_stream`, or a
+`capture_begin` override that forwards to its base (its caller chooses the stream)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from denpex.source.engine.facts import fresh_name_in
 from denpex.source.engine.hits import Hit
 from denpex.source.fixes import edits as F
 from denpex.source.model import Fix, TextEdit
+from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 
 
@@ -17,6 +20,8 @@ def _default_stream(scan: RegionScan) -> None:
     region = scan.region
     ix = region.ix
     if region.kind != "capture_begin" or is_inside_stream_context(ix, region.anchor) or region.stream_arg is not None:
+        return
+    if _forwarding(ix, region) or _stream_entered_before(ix, region.anchor):
         return
     fx = _side_stream_capture_fix(region)
     scan.sink(Hit("capture-begin-default-stream", ix, region.site, region, (), [fx] if fx else []))
@@ -50,6 +55,72 @@ def _has_ml(block: Node | None, begin: Node, end: Node) -> bool:
             return True
         c = c.next_named_sibling
     return False
+
+
+def _forwarding(ix: FileIndex, region: CaptureRegion) -> bool:
+    """`capture_begin` called from a method that is itself `capture_begin` (a subclass forwarding to its base):
+    the stream is whatever its caller made current."""
+    fn = ix.enclosing_function(region.anchor)
+    return fn is not None and fn.name == "capture_begin"
+
+
+def _stream_entered_before(ix: FileIndex, anchor: Node) -> bool:
+    """Before the capture, in its function: a stream context entered by hand (`ctx.__enter__()` on a
+    `torch.cuda.stream(...)` context, or a name that says stream), `with ctx:` over such a context, or
+    `torch.cuda.set_stream(s)`."""
+    n: Node | None = anchor
+    while n is not None and n.type not in ("function_definition", "module"):
+        p = n.parent
+        if p is not None and p.type == "with_statement" and _stream_context_value(ix, p):
+            return True
+        if p is not None and p.type in ("block", "module"):
+            s = n.prev_named_sibling
+            while s is not None:
+                if _sets_stream(ix, s):
+                    return True
+                s = s.prev_named_sibling
+        n = p
+    return False
+
+
+def _sets_stream(ix: FileIndex, stmt: Node) -> bool:
+    if stmt.type != "expression_statement" or not stmt.named_children:
+        return False
+    call = stmt.named_children[0]
+    if call.type != "call":
+        return False
+    f = call.child_by_field_name("function")
+    if f is None:
+        return False
+    if (ix.qualname(f) or "") == "torch.cuda.set_stream":
+        return True
+    attr = f.child_by_field_name("attribute") if f.type == "attribute" else None
+    obj = f.child_by_field_name("object") if f.type == "attribute" else None
+    return attr is not None and obj is not None and ix.text(attr) == "__enter__" and _is_stream_context(ix, obj)
+
+
+def _stream_context_value(ix: FileIndex, with_stmt: Node) -> bool:
+    """`with ctx:` where ctx is a stream context held in a name or attribute."""
+    clause = next((c for c in with_stmt.children if c.type == "with_clause"), None)
+    for item in clause.named_children if clause is not None else []:
+        v = item.child_by_field_name("value")
+        if v is not None and v.type in ("identifier", "attribute") and _is_stream_context(ix, v):
+            return True
+    return False
+
+
+def _is_stream_context(ix: FileIndex, obj: Node) -> bool:
+    """`torch.cuda.stream(s)`, or a name or attribute bound to it, or named after a stream (`self.stream_ctx`)."""
+    if obj.type == "call":
+        f = obj.child_by_field_name("function")
+        return f is not None and (ix.qualname(f) or "") in ("torch.cuda.stream", "torch.cuda.StreamContext")
+    k = ix.kind(obj)
+    if k.node is not None and k.node.type == "call":
+        f = k.node.child_by_field_name("function")
+        if f is not None and (ix.qualname(f) or "") in ("torch.cuda.stream", "torch.cuda.StreamContext"):
+            return True
+    last = ix.text(obj).rsplit(".", 1)[-1].lower()
+    return "stream" in last
 
 
 RULE = SourceRule(
