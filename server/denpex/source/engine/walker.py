@@ -24,6 +24,7 @@ from denpex.source.fixes.builders import STATEMENT_KINDS, RegionFixBuilder
 from denpex.source.model import CallStep, Fix, Severity
 from denpex.source.resolve.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
 from denpex.source.resolve.index import FileIndex, FuncInfo, Kind, positional
+from denpex.source.resolve.param_kinds import param_kinds
 from denpex.source.rules import RuleSet
 from denpex.source.rules._api import CallSite, Frame
 from denpex.source.syntax.parse import strip_parens
@@ -294,9 +295,9 @@ class CaptureWalker:
                 inner = strip_parens(b.node)
                 nxt = b.env.get(b.ix.text(inner)) if inner.type == "identifier" else None
                 if nxt is None:
-                    return b.ix.kind(b.node)
+                    return b.ix.kind(b.node, 0, param_kinds(b.ix, b.env, b.ix.enclosing_function(b.node)))
                 b = nxt
-        k = frame.ix.kind(node)
+        k = frame.ix.kind(node, 0, param_kinds(frame.ix, frame.env, frame.func))
         if deep and k.cat in ("unknown", "param") and node.type in ("identifier", "attribute"):
             # an object made elsewhere (`opt = build_optimizer(model)`): its kind where it is constructed
             lib = self.resolver.library_kind_site(frame.ix, node, frame.env)
