@@ -39,8 +39,6 @@ from tests.source.reach_score import (
 
 # What the analyser at HEAD does not reach yet, per workspace (the reason is what resolution is missing).
 RECALL_XFAIL: dict[str, str] = {
-    "09_param_call_sites": "a method parameter typed only at call sites in other files (engine.capture(...) on"
-                           " a parameter annotated GraphEngine)",
     "20_compiled_and_graphed_model": "compile-skip-cudagraphs not looked for in a helper called by the forward of"
                                      " a module compiled with mode='reduce-overhead'",
     "inference_server": "model from a factory in a package __init__, zip() over a ModuleList, then"

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
+from denpex.source.resolve import callsites
 from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, positional
-from denpex.source.resolve.values import FilesWith, Func, Inst, Lib, Seq, Value, Values
+from denpex.source.resolve.values import NO_OPEN, FilesWith, Func, Inst, Lib, Seq, Value, Values
 from denpex.source.syntax.parse import run_query, strip_parens
 
 
@@ -63,7 +64,8 @@ class Resolver:
     # (path, name) -> another file of the workspace may import `name` from `path` (and use it there)
     imported_elsewhere: Callable[[str, str], bool] | None = None
     files_with: FilesWith | None = None  # the workspace files that may call a function of a file (call sites)
-    _calls_cache: dict[str, list[Node]] = field(default_factory=dict)
+    _open: dict[tuple[int, int, str], int] = field(default_factory=dict)  # parameters under way -> stack position
+    _low: int = NO_OPEN  # the lowest of them the answer under way read (see Values._low)
     _hooks_cache: dict[tuple[str, int], list[tuple[Node, Node]]] = field(default_factory=dict)
     values: Values = field(init=False)
 
@@ -357,6 +359,10 @@ class Resolver:
                     if c is not None:
                         return self._instance_call(c[0], c[1], f"self.{name}", (ix, _constructor(ix, value)))
                     return []
+                if env.get("self") is not None and value.type == "identifier" and ix.lookup(ix.text(value), value)[2]:
+                    # a method's parameter on an instance whose construction is known: that construction's
+                    # argument (values_of, through `self`), not every caller's (allocation-site precision)
+                    return []
                 return self.resolve_callable(ix, value, EMPTY_ENV, depth + 1)
             return []
         if obj.type == "identifier":
@@ -434,6 +440,10 @@ class Resolver:
         return Env(tuple(pairs))
 
     def _from_call_sites(self, ix: FileIndex, fn_node: Node, param: str, depth: int) -> list[Target]:
+        """The callables passed for parameter `param` at the calls of its function in the file, remembered per
+        parameter (each argument resolved from the top, so a callable handed down any number of functions is
+        found once; a cycle of hand-offs gives nothing through itself, and an answer that read a parameter still
+        under way is not remembered)."""
         info = ix.by_node.get(fn_node.id)
         if info is None:
             return []
@@ -444,45 +454,48 @@ class Resolver:
             return []
         pos = params.index(param)
         ix.watched.add(info.name)  # a call of it added anywhere in the file may bind the parameter
+        key = (id(ix), fn_node.id, param)
+        memo = self.values.targets_memo
+        hit = memo.get(key)
+        if hit is not None:
+            ix.touched.extend(hit[1])
+            return list(hit[0])
+        at = self._open.get(key)
+        if at is not None:
+            self._low = min(self._low, at)
+            return []
+        me = self._open[key] = len(self._open)
+        outer_low, self._low = self._low, NO_OPEN
         out: list[Target] = []
-        for call in self._calls_named(ix, info.name):
-            owner = ix.enclosing_function(call)
-            if owner is not None:
-                ix.touched.append((owner.node.start_byte, owner.node.end_byte))
-            args = call.child_by_field_name("arguments")
-            if args is None:
-                continue
-            chosen: Node | None = None
-            i = 0
-            for a in args.named_children:
-                if a.type == "keyword_argument":
-                    n = a.child_by_field_name("name")
-                    if n is not None and ix.text(n) == param:
-                        chosen = a.child_by_field_name("value")
-                elif a.type not in ("list_splat", "dictionary_splat", "comment"):
-                    if i == pos:
-                        chosen = a
-                    i += 1
-            if chosen is not None:
-                out.extend(self.resolve_callable(ix, chosen, EMPTY_ENV, depth + 1))
-        return out
-
-    def _calls_named(self, ix: FileIndex, name: str) -> list[Node]:
-        key = f"{ix.path}\0{id(ix)}\0{name}"
-        cached = self._calls_cache.get(key)
-        if cached is not None:
-            return cached
-        out: list[Node] = []
-        ix.src.need_word(name)  # every call of it in the file
-        caps = run_query("(call function: [(identifier) @f (attribute attribute: (identifier) @f)]) @call", ix.src.root)
-        for call in caps.get("call", []):
-            f = call.child_by_field_name("function")
-            if f is None:
-                continue
-            last = f if f.type == "identifier" else f.child_by_field_name("attribute")
-            if last is not None and ix.text(last) == name:
-                out.append(call)
-        self._calls_cache[key] = out
+        read: list[tuple[int, int]] = []
+        try:
+            for call in callsites.calls_named(ix, info.name):
+                owner = ix.enclosing_function(call)
+                if owner is not None:
+                    read.append((owner.node.start_byte, owner.node.end_byte))
+                    ix.touched.append(read[-1])
+                args = call.child_by_field_name("arguments")
+                if args is None:
+                    continue
+                chosen: Node | None = None
+                i = 0
+                for a in args.named_children:
+                    if a.type == "keyword_argument":
+                        n = a.child_by_field_name("name")
+                        if n is not None and ix.text(n) == param:
+                            chosen = a.child_by_field_name("value")
+                    elif a.type not in ("list_splat", "dictionary_splat", "comment"):
+                        if i == pos:
+                            chosen = a
+                        i += 1
+                if chosen is not None:
+                    out.extend(self.resolve_callable(ix, chosen, EMPTY_ENV, 1))
+        finally:
+            del self._open[key]
+            low = self._low
+            self._low = min(outer_low, low) if low < me else outer_low
+        if low >= me:
+            memo[key] = (list(out), read)
         return out
 
 

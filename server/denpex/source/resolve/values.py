@@ -16,15 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from tree_sitter import Node
 
+from denpex.source.resolve import callsites
 from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, kwarg, positional
-from denpex.source.syntax.parse import run_query, strip_parens
+from denpex.source.syntax.parse import strip_parens
 
 MAX_VALUES = 8  # per expression; more is unknown
 MAX_DEPTH = 8  # nested questions per answer
 MAX_SITES = 20  # call sites read for one parameter
+MAX_CANDIDATES = 200  # calls of the name examined for one parameter (a method name such as `forward` is common)
+NO_OPEN = 1 << 30  # no parameter under way
 
 # methods of nn.Module (and tensors) that return the receiver itself
 _SELF_RETURNING = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
@@ -111,7 +115,13 @@ class Super:
 
 Value = Inst | Func | ClassRef | Seq | Lib | Super
 Lookup = Callable[[str], "FileIndex | None"]
-FilesWith = Callable[[str, str], "list[FileIndex]"]  # (defining file, name) -> files that may call it
+class FilesWith(Protocol):
+    """(defining file, name[, also]) -> the files that may use `name` from it (and spell `also`; with `called`,
+    that may call `name`, or `also`)."""
+
+    def __call__(self, path: str, name: str, also: str | None = None, called: bool = False) -> list[FileIndex]: ...
+
+
 
 
 def _union(groups: Iterable[list[Value]]) -> list[Value]:
@@ -128,11 +138,18 @@ def _union(groups: Iterable[list[Value]]) -> list[Value]:
 class Values:
     lookup_module: Lookup
     files_with: FilesWith | None = None
-    _memo: dict[tuple[int, int], list[Value]] = field(default_factory=dict)
+    _memo: dict[tuple[int, int], tuple[list[Value], bool]] = field(default_factory=dict)  # values, guessed
     _active: set[tuple[int, int]] = field(default_factory=set)
+    # parameter values from the callers' arguments, per (file, function, parameter): (values, guessed)
+    _params: dict[tuple[int, int, str], tuple[list[Value], bool]] = field(default_factory=dict)
+    _open: dict[tuple[int, int, str], int] = field(default_factory=dict)  # parameters under way -> stack position
+    # callgraph.Resolver's callables from call sites per (file, function, parameter): (targets, ranges read)
+    targets_memo: dict[tuple[int, int, str], tuple[list[Any], list[tuple[int, int]]]] = field(default_factory=dict)
     _mro: dict[tuple[int, int], list[tuple[FileIndex, ClassInfo]]] = field(default_factory=dict)
-    _calls: dict[int, dict[str, list[Node]]] = field(default_factory=dict)  # file -> called name -> calls
     _cut: bool = False  # an answer under way was cut by the depth bound (it is then not remembered)
+    # the lowest stack position of a parameter under way that the answer under way read (a cycle through it):
+    # the answer is then remembered only by that parameter itself, once it is complete
+    _low: int = NO_OPEN
     guessed: bool = False  # an answer since the last reset took a parameter's values from its callers' arguments
 
     def forget(self) -> None:
@@ -141,8 +158,9 @@ class Values:
         region reading another's answer would not record what it depends on, and an edit there would leave
         its findings stale."""
         self._memo.clear()
+        self._params.clear()
+        self.targets_memo.clear()
         self._mro.clear()
-        self._calls.clear()
 
     # ---- expressions -------------------------------------------------------------------------------------
     def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
@@ -153,21 +171,26 @@ class Values:
             return []
         expr = strip_parens(expr)
         key = (id(ix), expr.id)
-        found = self._memo.get(key)
-        if found is not None:
-            return found
+        hit = self._memo.get(key)
+        if hit is not None:
+            self.guessed = self.guessed or hit[1]
+            return hit[0]
         if key in self._active:
             return []  # a cycle (x = f(x)): no value through it
         self._active.add(key)
         outer_cut, self._cut = self._cut, False
+        outer_low, self._low = self._low, NO_OPEN
+        outer_guess, self.guessed = self.guessed, False
         try:
             found = self._of(ix, expr, depth)
         finally:
             self._active.discard(key)
-            cut = self._cut
+            cut, low, guess = self._cut, self._low, self.guessed
             self._cut = outer_cut or cut
-        if not cut:
-            self._memo[key] = found
+            self._low = min(outer_low, low)
+            self.guessed = outer_guess or guess
+        if not cut and low == NO_OPEN:
+            self._memo[key] = (found, guess)
         return found
 
     def _of(self, ix: FileIndex, expr: Node, depth: int) -> list[Value]:
@@ -338,15 +361,7 @@ class Values:
             return []
         ix = fn.ix
         ix.touched.append((fn.func.node.start_byte, fn.func.node.end_byte))
-        rets: list[list[Value]] = []
-        for r in run_query("(return_statement) @r", body).get("r", []):
-            owner = r.parent
-            while owner is not None and owner.type not in ("function_definition", "lambda"):
-                owner = owner.parent
-            if owner is None or owner.id != fn.func.node.id or not r.named_child_count:
-                continue
-            rets.append(self.of(ix, r.named_children[0], depth + 1))
-        return _union(rets)
+        return _union([self.of(ix, r, depth + 1) for r in callsites.returned(ix, fn.func)])
 
     # ---- attributes --------------------------------------------------------------------------------------
     def attribute(self, ix: FileIndex, objs: list[Value], name: str, depth: int, obj: Node | None = None) -> list[Value]:
@@ -399,35 +414,10 @@ class Values:
 
     def self_assignments(self, ix: FileIndex, cls: ClassInfo, name: str) -> list[tuple[Node, FuncInfo]]:
         """Every `self.name = v`, `self.name.append(v)` / `.extend(v)` (v's elements) and `self.name[k] = v` in
-        the methods of `cls`, as (v, method)."""
+        the methods of `cls`, as (v, method) (one table per class, callsites.py)."""
         ix.touched.append((cls.node.start_byte, cls.node.end_byte))
         ix.src.need_word(name)
-        out: list[tuple[Node, FuncInfo]] = []
-        target = f"self.{name}"
-        for m in cls.methods.values():
-            body = m.body
-            if body is None:
-                continue
-            caps = run_query("(assignment) @a\n(call function: (attribute) arguments: (argument_list)) @c", body)
-            for asg in caps.get("a", []):
-                left, right = asg.child_by_field_name("left"), asg.child_by_field_name("right")
-                if left is None or right is None:
-                    continue
-                if ix.text(left).replace(" ", "") == target or (
-                        left.type == "subscript" and ix.text(left.child_by_field_name("value") or left) == target):
-                    out.append((right, m))
-            for call in caps.get("c", []):
-                fnode = call.child_by_field_name("function")
-                o = fnode.child_by_field_name("object") if fnode is not None else None
-                meth = fnode.child_by_field_name("attribute") if fnode is not None else None
-                args = positional(call)
-                if o is None or meth is None or not args or ix.text(o).replace(" ", "") != target:
-                    continue
-                if ix.text(meth) in ("append", "extend"):
-                    out.append((args[0], m))  # extend: a list, whose elements the caller takes
-                elif ix.text(meth) == "add_module" and len(args) > 1:
-                    out.append((args[1], m))
-        return out
+        return callsites.self_writes(ix, cls, name)
 
     # ---- containers --------------------------------------------------------------------------------------
     def elements(self, vals: list[Value]) -> list[Value]:
@@ -461,54 +451,85 @@ class Values:
                 dv = self.of(ix, default, depth + 1)
                 if dv:
                     return dv
-        if depth > MAX_DEPTH - 2:
-            self._cut = True
+        return self.from_callers(ix, fn, name)
+
+    def from_callers(self, ix: FileIndex, fn: FuncInfo, name: str) -> list[Value]:
+        """The union of the arguments bound to parameter `name` of `fn` at its call sites in the workspace (for
+        `__init__`, its class's constructions), remembered per parameter: each argument is asked from the top
+        (depth 0), so values flow through any number of parameter hops. A parameter whose answer reads itself
+        through its callers (recursion, mutual hand-offs) gets nothing through that cycle; an answer that read
+        another parameter still under way is not remembered (it is complete only once that one is)."""
+        key = (id(ix), fn.node.id, name)
+        hit = self._params.get(key)
+        if hit is not None:
+            self.guessed = self.guessed or hit[1]
+            return hit[0]
+        pos = self._open.get(key)
+        if pos is not None:
+            self._low = min(self._low, pos)
             return []
-        if fn.class_name is not None:
-            return []  # a method's callers are found through its class's instances, not its name
-        out: list[list[Value]] = []
-        for cix, call in self.call_sites(ix, fn)[:MAX_SITES]:
-            arg = _argument(cix, call, fn, name)
-            if arg is not None:
-                out.append(self.of(cix, arg, depth + 1))
-        found = _union(out)
-        if len(found) > 1:
-            self.guessed = True  # callers pass different objects: not necessarily the one this capture gets
+        me = self._open[key] = len(self._open)
+        outer_cut, outer_low, outer_guess = self._cut, self._low, self.guessed
+        self._low, self.guessed = NO_OPEN, False
+        found: list[Value] = []
+        guess = False
+        try:
+            out: list[list[Value]] = []
+            for cix, call in self.call_sites(ix, fn):
+                arg = _argument(cix, call, fn, name)
+                if arg is not None:
+                    out.append(self.of(cix, arg, 0))
+            found = _union(out)
+            guess = self.guessed or len(found) > 1  # callers pass different objects: not necessarily this one
+        finally:
+            del self._open[key]
+            low = self._low
+            # a depth bound met inside is met whoever asks (the arguments are asked from the top): the answer
+            # stands; only a cycle through an outer parameter under way leaves it incomplete
+            self._cut = outer_cut
+            self._low = min(outer_low, low) if low < me else outer_low
+        self.guessed = outer_guess or guess
+        if low >= me:
+            self._params[key] = (found, guess)
         return found
 
     def call_sites(self, ix: FileIndex, fn: FuncInfo) -> list[tuple[FileIndex, Node]]:
-        """Calls `fn(...)` / `mod.fn(...)` in the function's file and in the workspace files that import it."""
-        ix.watched.add(fn.name)
+        """Calls of `fn` in the function's file and in the workspace files that import it: `fn(...)` /
+        `mod.fn(...)`; for a method, `obj.fn(...)` where `obj` is an instance of its class (or of a subclass that
+        inherits it); for `__init__`, the constructions `Cls(...)` of its class."""
+        cls = ix.enclosing_class(fn.node) if fn.class_name is not None else None
+        if fn.class_name is not None and cls is None:
+            return []
+        ctor = cls is not None and fn.name == "__init__"
+        word = cls.name if ctor and cls is not None else fn.name
+        ix.watched.add(word)
         files = [ix]
         if self.files_with is not None:
-            files += [o for o in self.files_with(ix.path, fn.name) if o is not ix]
+            # a method's other callers: files that use its class by name and spell the method (an instance passed
+            # on through files that never name the class is not followed: each file searched is a file parsed)
+            found = self.files_with(ix.path, fn.name, called=True) if cls is None else self.files_with(
+                ix.path, cls.name, None if ctor else fn.name, called=True)
+            files += [o for o in found if o is not ix]
         out: list[tuple[FileIndex, Node]] = []
+        seen = 0
         for f in files:
-            for call in self._calls_named(f, fn.name):
-                if f is not ix:
+            for call in callsites.calls_named(f, word):
+                seen += 1
+                if seen > MAX_CANDIDATES:
+                    return out
+                if cls is not None or f is not ix:
                     fnode = call.child_by_field_name("function")
-                    vals = self.of(f, fnode, MAX_DEPTH - 1) if fnode is not None else []
-                    if not any(isinstance(v, Func) and v.func is fn for v in vals):
+                    # a method's receiver is often a local built a few steps before: asked a little deeper
+                    vals = self.of(f, fnode, MAX_DEPTH - (4 if cls is not None else 1)) if fnode is not None else []
+                    if ctor:
+                        if not any(isinstance(v, ClassRef) and v.cls is cls for v in vals):
+                            continue
+                    elif not any(isinstance(v, Func) and v.func is fn for v in vals):
                         continue  # another function of that name
                 out.append((f, call))
                 if len(out) >= MAX_SITES:
                     return out
         return out
-
-    def _calls_named(self, f: FileIndex, name: str) -> list[Node]:
-        """The calls in file `f` whose called name (`name(...)`, `x.name(...)`) is `name` (one query per file)."""
-        f.src.need_word(name)
-        table = self._calls.get(id(f))
-        if table is None or f.src.lazy is not None:
-            table = self._calls[id(f)] = {}
-            q = "(call function: [(identifier) @f (attribute attribute: (identifier) @f)]) @c"
-            for call in run_query(q, f.src.root).get("c", []):
-                fnode = call.child_by_field_name("function")
-                last = fnode if fnode is not None and fnode.type == "identifier" else (
-                    fnode.child_by_field_name("attribute") if fnode is not None else None)
-                if last is not None:
-                    table.setdefault(f.text(last), []).append(call)
-        return table.get(name, [])
 
     # ---- classes -----------------------------------------------------------------------------------------
     def base_class(self, ix: FileIndex, base: str) -> tuple[FileIndex, ClassInfo] | None:

@@ -78,6 +78,7 @@ class Workspace:
         self._changed_at: dict[str, int] = {}
         self._removed_at = 0
         self._word_cache: dict[str, tuple[int, frozenset[str]]] = {}
+        self._has_cache: dict[tuple[str, str], tuple[int, bool]] = {}
         self._imported_cache: dict[tuple[str, str], tuple[int, bool]] = {}
         self._imports: tuple[int, dict[str, set[str]]] | None = None
         self._closures: dict[str, tuple[int, set[str]]] = {}
@@ -201,20 +202,23 @@ class Workspace:
         importers = self._import_words()
         candidates = set().union(*(importers.get(stem, ()) for stem in stems)) - {path}
         # an import statement of theirs spells the module's name, and the name is a word of theirs
-        found = any(name in (self.text(p) or "") and name in self._words(p) for p in sorted(candidates))
+        found = any(self.has_word(p, name) for p in sorted(candidates))
         self._imported_cache[key] = (self.generation, found)
         return found
 
-    def importers(self, path: str, name: str) -> list[FileIndex]:
+    def importers(self, path: str, name: str, also: str | None = None, called: bool = False) -> list[FileIndex]:
         """The other files that may import `name` from `path` and use it: an import statement of theirs spells
-        the module's last name or `name` itself (a package re-export), and `name` is a word of theirs. Sorted,
-        at most `MAX_IMPORTERS` (call sites of a function defined elsewhere; parsed only when asked for)."""
+        the module's last name or `name` itself (a package re-export), and `name` is a word of theirs (and so is
+        `also`, when given: a method called on instances of the class `name`). With `called`, the text must
+        also spell a call of `name` (of `also`, when given): `name(`. Sorted, at most `MAX_IMPORTERS` (call sites
+        of a function defined elsewhere; parsed only when asked for, so a file that cannot hold one is not)."""
         stems = {m.rsplit(".", 1)[-1] for m in module_names(path, self.roots)} | {name}
         words = self._import_words()
         candidates = set().union(*(words.get(stem, ()) for stem in stems)) - {path}
         out: list[FileIndex] = []
         for p in sorted(candidates):
-            if name in self._words(p):
+            if self.has_word(p, name) and (also is None or self.has_word(p, also)) and (
+                    not called or self.has_word(p, also or name, call=True)):
                 ix = self.index(p)
                 if ix is not None:
                     out.append(ix)
@@ -253,6 +257,21 @@ class Workspace:
                         index.setdefault(w.decode("utf-8", "surrogatepass"), set()).add(p)
             self._imports = (self.generation, index)
         return self._imports[1]
+
+    def has_word(self, path: str, word: str, call: bool = False) -> bool:
+        """`word` is a whole word of the file's text (with `call`: followed by `(`, a call of it). A substring test
+        first (most files lack it); cached until the file changes. Cheaper than the set of all its words when few
+        words are asked of a file."""
+        stamp = self._changed_at.get(path, -1)
+        key = (path, word + "(" if call else word)
+        hit = self._has_cache.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        text = self.text(path) or ""
+        after = r"\s*\(" if call else r"(?!\w)"
+        found = word in text and re.search(rf"(?<!\w){re.escape(word)}{after}", text) is not None
+        self._has_cache[key] = (stamp, found)
+        return found
 
     def _words(self, path: str) -> frozenset[str]:
         """The identifier-like words of a file, cached until the file changes."""
