@@ -8,11 +8,13 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from denpex.logs import truncated
 from denpex.logs.diagnose import diagnose_path, diagnose_stream, diagnose_text, matcher_for
+from denpex.logs.matcher import Hit
 from denpex.logs.truncated import MIN_BODY, MIN_CUT, literal_head, table_for
 from denpex.rulebook import load_rulebook
 from denpex.rulebook.codes import CodeTable
@@ -170,9 +172,10 @@ def test_lines_without_a_rule_anchor_cost_nothing(monkeypatch: pytest.MonkeyPatc
     calls: list[str] = []
     real = truncated.Table.complete
 
-    def spy(self: truncated.Table, text: str, already: set[tuple[str, int]]) -> list[object]:
+    def spy(self: truncated.Table, text: str, already: set[tuple[str, int]]) -> list[Hit]:
         calls.append(text)
-        return real(self, text, already)  # type: ignore[return-value]
+        got: list[Hit] = real(self, text, already)
+        return got
 
     monkeypatch.setattr(truncated.Table, "complete", spy)
     benign = "".join(f"step {i} loss 0.25 lr 3e-4 tokens/s 81234\n" for i in range(2000))
@@ -256,3 +259,16 @@ def test_interleaved_terminate_is_named_when_its_message_is_not_known() -> None:
     assert v is not None and v.rule.id == "cpp-terminate" and v.finding.line == 1
     assert v.confidence == "medium"
     assert any("interleaved" in n for n in v.notes)
+
+
+def test_a_folder_of_rank_files_reads_repaired_lines(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "rank0.log").write_bytes((DATA / "next_line_message.log").read_bytes())
+    (folder / "rank1.log").write_bytes((DATA / "truncated_eof.log").read_bytes())
+    r = subprocess.run([sys.executable, "-m", "denpex", "diagnose", str(folder), "--format", "json"],
+                       capture_output=True, timeout=120, check=False)
+    assert r.returncode == 1, r.stderr
+    v = json.loads(r.stdout)["verdict"]
+    assert (v["rule"], v["line"], v["rank"]) == ("cuda-illegal-memory-access", 11, 0)
+    assert v["text"].endswith("RuntimeError: CUDA error: an illegal memory access was encountered")

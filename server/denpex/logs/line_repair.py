@@ -27,7 +27,11 @@ if TYPE_CHECKING:
     from denpex.logs.diagnose import Verdict, _Collector
     from denpex.logs.matcher import Hit, Matcher
 
-MAX_JOIN = 4000  # characters of a neighbour line taken into a join
+MAX_JOIN = 4000  # characters of a neighbour line read
+# characters each side of a join that are matched again: a wrapped message spans a few hundred (a Triton
+# device assert with an Inductor path, an NVRM record), and a rule's slow regex on a long line is not run
+# again over both lines whole (a hostile 8,000-character line took 8x the time of its one match)
+JOIN_WINDOW = 600
 # an exception line with no message: Python prints the message on the next line when it starts with a newline
 _BARE_EXCEPTION = re.compile(
     r"^\s*(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Za-z_]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure|Fault)\s*:\s*$"
@@ -88,8 +92,8 @@ def _previous_line(window: Window, start: int, skip: int = 0) -> tuple[int, str]
 
 def _spanning(matcher: Matcher, first: str, second: str) -> tuple[str, list[Hit]] | None:
     """The joined text and the hits that need both parts, trying the parts as they are, then with a space."""
-    head = first.rstrip()
-    body = strip_prefixes(second)
+    head = first.rstrip()[-JOIN_WINDOW:]
+    body = strip_prefixes(second)[:JOIN_WINDOW]
     for sep in ("", " "):
         if sep and (not body or body[0].isspace()):
             continue

@@ -86,7 +86,7 @@ class Table:
 
         if self.heads is None:
             return []
-        m = _CUT_MARK.search(text)
+        m = _CUT_MARK.search(text, max(0, len(text) - 64))
         end = len(text.rstrip()) if m is None else m.start()
         lo = max(0, end - self.longest - HEAD)
         starts = sorted({lo + s for _i, s, _e in self.heads.find_matches_as_indexes(text[lo:end], overlapping=True)})
