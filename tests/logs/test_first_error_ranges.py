@@ -240,29 +240,35 @@ def test_summarise_big_file_with_an_executor(small: None, tmp_path: Path, monkey
     assert one.first_error is not None and many.to_json() == one.to_json()
 
 
-def test_ranges_start_where_one_pass_reads_when_its_reads_grow(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lines of a third of a chunk (progress bars redrawn with CRs) make the scanner's reads grow; the
-    ranges' chunk starts follow it."""
+def test_the_first_error_pass_reads_fixed_chunks_where_the_rule_scan_grows_them(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines of a third of a chunk (progress bars redrawn with CRs) make the rule scan's reads grow; the
+    first-error pass keeps the chunk size, so its ranges still start where its one pass reads."""
     monkeypatch.setattr(scanner, "CHUNK", 65536)
     monkeypatch.setattr(scanner, "MAX_READ", 1 << 20)
     rng = random.Random(4)
     parts = []
     for _ in range(400):
         parts.append(b"\r".join(b"Epoch 1 %d%%|####| loss=%d" % (k, rng.randrange(9)) for k in range(rng.randrange(200, 1400))))
-        parts.append(b"\n" + _generated(rng, rng.randrange(1, 5)))
+        parts.append(b"\n[rank1]:[2026-11-30 00:41:07,000][llm.train][INFO] - step 1 | errors=0 | 0 failed\n")
+    parts.append(_generated(rng, 400))  # the answer near the end: the pass reads the whole file
     path = tmp_path / "bars.log"
     path.write_bytes(b"".join(parts))
-    rec = _Reads(open(path, "rb"))  # noqa: SIM115 - closed below
-    try:
-        for _lh in iter_line_hits(rec, matcher_for(None), ScanStats()):  # type: ignore[arg-type]
-            pass
-    finally:
-        rec.fh.close()
     starts = first_error_ranges.chunk_starts(str(path))
-    assert starts is not None and rec.at[: len(starts)] == starts
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert max(gaps) > 65536 * 2  # the reads grew
+    assert starts is not None
+    for grows in (True, False):
+        rec = _Reads(open(path, "rb"))  # noqa: SIM115 - closed below
+        try:
+            if grows:
+                for _lh in iter_line_hits(rec, matcher_for(None), ScanStats()):  # type: ignore[arg-type]
+                    pass
+            else:
+                first_error.scan(rec, matcher_for(None))  # type: ignore[arg-type]
+        finally:
+            rec.fh.close()
+        assert len(rec.at) > 10 and (rec.at == starts[: len(rec.at)]) is not grows
+        gaps = [b - a for a, b in itertools.pairwise(rec.at)]
+        assert (max(gaps) > 65536) is grows  # the rule scan's reads grew, the pass's did not
     monkeypatch.setattr(first_error_ranges, "MIN_PART", 1)
     for n in (2, 3):
         assert _ranged(path, n) == _one_pass(path)

@@ -644,7 +644,7 @@ def drive(stream: Any, c: _Collector, window: Window | None = None) -> ScanStats
     def seen(lh: LineHit, win: Window, start: int) -> None:
         c.on_line(lh.line, lh.text, lh.hits, lh.who, win, start)
 
-    lines = iter_line_hits(stream, keys, stats, seen, None, window)
+    lines = iter_line_hits(stream, keys, stats, seen, None, window, grow=False)  # chunks as its ranges cut them
     try:
         for _lh in lines:
             if c.done:

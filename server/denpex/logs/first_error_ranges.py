@@ -61,10 +61,8 @@ class Handle(Protocol):
 
 def chunk_starts(path: str) -> list[int] | None:
     """Where one pass's chunks start: each read of scanner.CHUNK bytes is kept up to its last newline and
-    the next read starts after it; where the bytes after that newline are more than a quarter of the
-    read, the reads after it are twice as long, up to scanner.MAX_READ (scanner._Reader.grow). None
-    where a chunk-sized window holds no newline (one pass carries such a line over instead of reading
-    it again: not reproduced here)."""
+    the next read starts after it. None where a chunk-sized window holds no newline (one pass carries
+    such a line over instead of reading it again: not reproduced here)."""
     chunk = scanner.CHUNK
     size = os.path.getsize(path)
     starts = [0]
@@ -73,19 +71,16 @@ def chunk_starts(path: str) -> list[int] | None:
         while b + chunk < size:  # a full read with more after it
             look = min(chunk, 4096)
             nl = -1
-            read_end = b + chunk
             while nl < 0:
-                fh.seek(read_end - look)
+                fh.seek(b + chunk - look)
                 nl = fh.read(look).rfind(b"\n")
                 if nl >= 0:
-                    b = read_end - look + nl + 1
+                    b = b + chunk - look + nl + 1
                 elif look == chunk:
                     return None
                 else:
                     look = min(chunk, look * 16)
             starts.append(b)
-            if read_end - b > chunk // 4:
-                chunk = min(scanner.MAX_READ, chunk * 2)
     return starts
 
 

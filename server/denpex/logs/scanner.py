@@ -158,16 +158,19 @@ def iter_line_hits(
     on_context: Callable[[LineHit, Window, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
     window: Window | None = None,
+    grow: bool = True,
 ) -> Iterator[LineHit]:
     """Yield every line (or glued piece of a line) that matches at least one signature.
 
-    A window given already holds the bytes before the stream (a range of a bigger file).
+    A window given already holds the bytes before the stream (a range of a bigger file). With grow,
+    reads grow where lines are long (_Reader.grow); the first-error pass reads in fixed chunks, as its
+    ranges of a big file must start where one pass's chunks start (first_error_ranges.chunk_starts).
     Chunks are neither joined nor cut by copying: a partial last line is read again with the
     next chunk when the stream can seek back (files), and only carried over when it cannot (pipes).
     """
     reader = _Reader(stream)
     try:
-        yield from _line_hits(reader, stream, matcher, stats, on_context, progress, window)
+        yield from _line_hits(reader, stream, matcher, stats, on_context, progress, window, grow)
     finally:
         reader.close()
 
@@ -180,6 +183,7 @@ def _line_hits(
     on_context: Callable[[LineHit, Window, int], None] | None,
     progress: Callable[[int], None] | None,
     window: Window | None,
+    grow: bool,
 ) -> Iterator[LineHit]:
     window = Window() if window is None else window
     seekable = _seekable(stream)
@@ -204,7 +208,7 @@ def _line_hits(
                     continue
                 cut = len(buf)  # over-long line: scan what we have, keep numbering
         tail = len(buf) - cut
-        if tail > len(data) // 4 and not eof:  # first_error_ranges.chunk_starts follows the same rule
+        if grow and tail > len(data) // 4 and not eof:
             reader.grow()
         if tail and seekable and tail <= len(data):
             stream.seek(-tail, 1)  # the partial line is read again, whole, with the next chunk
