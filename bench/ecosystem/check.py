@@ -236,6 +236,15 @@ def ruff_version() -> str:
     return subprocess.run([ruff, "--version"], capture_output=True, text=True).stdout.strip()
 
 
+def denpex_commit() -> str:
+    """The commit of the Denpex checkout that ran, '+dirty' when its server/ had changes: findings follow it."""
+    repo = HERE.parents[1]
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", "server"],
+                           capture_output=True, text=True).stdout.strip()
+    return head.strip() + ("+dirty" if dirty else "")
+
+
 def denpex_version() -> str:
     from denpex import __version__
     return str(__version__)
@@ -251,7 +260,7 @@ def scan_project(p: Project, mirrors: Path, cache: Path, timeout: float, keep_ou
     r = run_timed([ruff, "check", "--no-cache", "--isolated", "--exit-zero", "-q", "."], root, timeout)
     missing = cache / f"{p.name}.missing"
     entry: dict[str, Any] = {
-        "repo": p.repo, "commit": p.commit, "files": files, "lines": lines, "load1": round(load, 2),
+        "repo": p.repo, "commit": p.commit, "denpex_commit": denpex_commit(), "files": files, "lines": lines, "load1": round(load, 2),
         "absent_blobs": len(missing.read_text().splitlines()) if missing.is_file() else 0,
         "denpex": {"wall_s": round(d.wall_s, 2), "cpu_s": round(d.cpu_s, 2), "max_rss_mb": round(d.max_rss_mb, 1),
                    "rc": d.rc},
@@ -478,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
         old = base["projects"].get(p.name, {})
         if old.get("commit") not in (None, p.commit):
             print(f"  baseline is of commit {old.get('commit')}, not {p.commit}: every finding may move")
+        if old.get("denpex_commit") and old["denpex_commit"] != entry["denpex_commit"]:
+            print(f"  denpex {old['denpex_commit'][:12]} (baseline) -> {entry['denpex_commit'][:12]} (now)")
         added, removed = diff_findings(old.get("findings", []), entry["findings"])
         msgs = messages_of(args.cache, p.name)
         for f in added:
