@@ -17,7 +17,8 @@ rule knows the failure"). Per log it prints the gold, the answer and whether the
 - rank accuracy: answers whose rank is the gold rank, over present logs whose gold names a rank;
 - no-confident-verdict rate: logs whose gold says ``absent`` and whose verdict is not of high
   confidence (a high one there names collateral as the cause: a wrong confident verdict), over those
-  logs; how many of them also say "the initiating error is not in this log" is shown beside it;
+  logs; how many of them also say "the initiating error is not in this log", and how many still name a line
+  (a medium verdict or a first-error answer: not confident, but not "not here" either), is shown beside it;
 - the same three over the held-out logs alone, where the gold marks some as tuned.
 
 Exit 0 always (it is a measurement, not a gate; tests/logs/test_fresh40.py is the gate).
@@ -120,6 +121,9 @@ def summary(judged: list[Judged]) -> dict[str, Any]:
     ranks_ok = sum(1 for j in ranked if j.rank_ok)
     no_conf = sum(1 for j in absent if not j.confident_wrong)
     said = sum(1 for j in absent if j.answer.not_here)
+    # a medium verdict, or a line from the first-error pass: not confident, but not "not here" either
+    named = sum(1 for j in absent if j.answer.by.startswith("first-error")
+                or (j.answer.line is not None and j.answer.confidence == "medium"))
 
     def pct(a: int, b: int) -> float | None:
         return round(100 * a / b, 1) if b else None
@@ -128,14 +132,15 @@ def summary(judged: list[Judged]) -> dict[str, Any]:
             "first_line_ok": lines_ok, "first_line_accuracy_pct": pct(lines_ok, len(present)),
             "ranked": len(ranked), "rank_ok": ranks_ok, "rank_accuracy_pct": pct(ranks_ok, len(ranked)),
             "no_confident_verdict": no_conf, "no_confident_verdict_pct": pct(no_conf, len(absent)),
-            "said_not_in_this_log": said}
+            "said_not_in_this_log": said, "absent_named_a_line": named}
 
 
 def line_of(s: dict[str, Any], what: str) -> str:
     return (f"{s['logs']} {what}: first line {s['first_line_ok']}/{s['present']} ({s['first_line_accuracy_pct']}%), "
             f"rank {s['rank_ok']}/{s['ranked']} ({s['rank_accuracy_pct']}%), no confident verdict where the "
             f"initiating line is absent {s['no_confident_verdict']}/{s['absent']} ({s['no_confident_verdict_pct']}%; "
-            f"{s['said_not_in_this_log']} of them say '{NOT_HERE}')")
+            f"{s['said_not_in_this_log']} of them say '{NOT_HERE}', {s['absent_named_a_line']} still name a line "
+            f"at medium confidence or by the first-error pass)")
 
 
 def main(argv: list[str] | None = None) -> int:
