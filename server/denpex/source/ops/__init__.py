@@ -124,12 +124,19 @@ class OpTables:
     explicit_sync: frozenset[str]
 
     def lookup(self, category: Category, name: str) -> OpEntry | None:
-        return self.spellings.get(category, {}).get(normalise(name))
+        table = self.spellings.get(category, {})
+        e = table.get(name)
+        if e is not None or not name.startswith(_ALIASED):  # the walker asks this for every call it reaches
+            return e
+        return table.get(normalise(name))
 
 
 _ALIASES = (("torch._VF.", "torch."), ("torch._C._VariableFunctions.", "torch."), ("torch._C._nn.", "torch.nn.functional."),
             ("torch._C._linalg.linalg_", "torch.linalg."), ("torch._C._special.special_", "torch.special."),
             ("torch._C._fft.fft_", "torch.fft."))
+
+
+_ALIASED = ("torch.Tensor.", "torch._", "builtins.")
 
 
 def normalise(name: str) -> str:
