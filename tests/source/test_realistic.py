@@ -94,7 +94,6 @@ MISSES: dict[str, str] = {
                           " is not a capture opener; z from arithmetic on tensor parameters is not typed",
     "r04_optim_factory": "AdamW from a factory whose branches build different classes, passed to"
                          " GraphedTrainer(model, optimizer) and stepped as self.optimizer.step()",
-    "r05_warmup_cosine": "a Python-float lr rewritten by a scheduler class of the project (not an LRScheduler)",
     "r06_gradual_unfreeze": "no rule yet: a branch on an attribute the host flips between replays (issue 21)",
     "r07_euler_sampler": "a scalar op argument taken from the loop variable of the replay loop and passed as an"
                          " argument to the captured method",

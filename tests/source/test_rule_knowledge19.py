@@ -312,6 +312,25 @@ def test_float_lr_of_any_optimizer_changed_by_a_scheduler_is_flagged() -> None:
     assert lines == {_line(SGD_SCHEDULED, "# STEP")}
 
 
+def test_float_lr_changed_by_a_scheduler_class_of_the_project_is_flagged() -> None:
+    own = SGD_SCHEDULED.replace("torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.99 ** s)", "WarmupCosine(opt, 10)")
+    own += textwrap.indent(textwrap.dedent("""
+
+        class WarmupCosine:
+            def __init__(self, optimizer, warmup):
+                self.optimizer, self.warmup, self.n = optimizer, warmup, 0
+
+            def step(self):
+                self.n += 1
+                for g in self.optimizer.param_groups:
+                    g["lr"] = min(1.0, self.n / self.warmup)
+    """), "    ")
+    assert {f.start_line for f in _found(own) if f.rule == "optim-capturable-float-lr"} == {_line(own, "# STEP")}
+    # a class handed the optimizer that is no schedule by its name is not taken for one
+    other = own.replace("WarmupCosine", "GradientLogger")
+    assert _rule(other, "optim-capturable-float-lr") == []
+
+
 def test_float_lr_without_a_scheduler_or_in_a_tensor_is_no_finding() -> None:
     unscheduled = SGD_SCHEDULED.replace("        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.99 ** s)\n",
                                         "").replace("            sched.step()\n", "")

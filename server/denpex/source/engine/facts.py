@@ -3,6 +3,8 @@ folded in conditions, fresh names for inserted code."""
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from denpex.source.capture.regions import _string_value
@@ -71,7 +73,13 @@ def truthy(ix: FileIndex, node: Node) -> bool:
     return node.type not in ("false", "none", "integer")
 
 
+# a class of the project handed the optimizer and named like a schedule (`WarmupCosine(opt, ...)`)
+_SCHEDULE_WORDS = re.compile(r"sched|warmup|cosine|decay|anneal|cyclic|^lr|lr$", re.IGNORECASE)
+
+
 def has_scheduler(ix: FileIndex, opt: Node) -> bool:
+    """The optimizer named `opt` is handed to a learning-rate scheduler in the file (torch's, or a class named
+    like one: its lr changes between steps)."""
     name = ix.text(opt)
     ix.src.need_word(name)
     caps = run_query("(call) @call", ix.src.root)
@@ -80,7 +88,9 @@ def has_scheduler(ix: FileIndex, opt: Node) -> bool:
         if f is None:
             continue
         q = ix.qualname(f) or ""
-        if q.startswith("torch.optim.lr_scheduler.") or q.endswith(("LR", "Scheduler", "Annealing", "Warmup")):
+        last = q.rsplit(".", 1)[-1] or ix.text(f).rsplit(".", 1)[-1]
+        if q.startswith("torch.optim.lr_scheduler.") or q.endswith(("LR", "Scheduler", "Annealing", "Warmup")) or (
+                last[:1].isupper() and _SCHEDULE_WORDS.search(last)):
             pos = positional(call)
             if pos and ix.text(pos[0]) == name:
                 return True
