@@ -77,8 +77,6 @@ CASES = cases()
 
 # Gold lines the analyser at HEAD does not flag with the gold rule (what it is missing).
 MISSES: dict[str, str] = {
-    "s03_detector": "boolean-mask indexing scores[keep] in a helper whose `keep = scores > t` comes from a"
-                    " comparison on a tensor parameter: the comparison's result is not known to be a tensor",
     "s06_compile_scoring": "torch.compile(mode='reduce-overhead') outputs appended to a list inside a loop",
     "s07_vit_droppath": "user generator in DropPath reached through make_graphed_callables of a ViT whose blocks"
                         " hold it",
@@ -86,8 +84,6 @@ MISSES: dict[str, str] = {
     "s10_twohead": "side stream forked with wait_stream and never joined, in a method reached through a"
                    " capturing() helper that opens the capture with capture_begin/capture_end",
     # programs_new: the missing link named first is the one a minimal probe showed missing on its own
-    "r01_moe_router": "single-argument torch.where(cond) is not a data-dependent-shape op to the rule; the model"
-                      " given to GraphRunner(model) and called as self.model(...) is not reached",
     "r02_telemetry_decorator": "the body of a decorator's wrapper is not walked under capture (its"
                                " torch.tensor([...], device=x.device) is a known host copy)",
     "r03_anomaly_ctxmgr": "a @contextlib.contextmanager that calls capture_begin()/capture_end() around its yield"
