@@ -113,7 +113,7 @@ def contextmanager_wrappers(ix: FileIndex) -> set[str]:
     `torch.cuda.graph`, or a function that returns `torch.cuda.graph(...)`."""
     out: set[str] = set()
     data = ix.src.data
-    if b"graph" not in data:
+    if b"graph" not in data and b"capture_begin" not in data:
         return out
     for dec in ix.caps.get("dec", []):
         if b"contextmanager" not in data[dec.start_byte : dec.end_byte]:
@@ -122,7 +122,11 @@ def contextmanager_wrappers(ix: FileIndex) -> set[str]:
         fn_node = dd.child_by_field_name("definition") if dd is not None else None
         info = ix.by_node.get(fn_node.id) if fn_node is not None else None
         body = info.body if info is not None else None
-        if info is None or body is None or b"graph" not in data[body.start_byte : body.end_byte]:
+        text = data[body.start_byte : body.end_byte] if body is not None else b""
+        if info is None or body is None or (b"graph" not in text and b"capture_begin" not in text):
+            continue
+        if b"capture_begin" in text and _begins_before_yield(body):
+            out.add(info.name)
             continue
         for n in walk(body):
             if n.type == "with_statement" and _graph_items(ix, n, set()) and any(c.type == "yield" for c in walk(n)):
@@ -135,6 +139,28 @@ def contextmanager_wrappers(ix: FileIndex) -> set[str]:
             if fn is not None:
                 out.add(fn.name)
     return out
+
+
+def _begins_before_yield(body: Node) -> bool:
+    """A `@contextmanager` body that calls `<graph>.capture_begin(...)` and yields after it (`capture_end()` in
+    its `finally`, or after the yield): the caller's `with` block is what the graph captures."""
+    begin: int | None = None
+    nodes: list[Node] = []
+    stack = [body]
+    while stack:  # the body's own code: not nested definitions
+        n = stack.pop()
+        nodes.append(n)
+        stack.extend(c for c in n.named_children if c.type not in ("function_definition", "lambda", "class_definition",
+                                                                  "decorated_definition"))
+    for n in sorted(nodes, key=lambda m: m.start_byte):
+        if n.type == "call":
+            f = n.child_by_field_name("function")
+            attr = f.child_by_field_name("attribute") if f is not None and f.type == "attribute" else None
+            if attr is not None and attr.text == b"capture_begin":
+                begin = n.start_byte if begin is None else min(begin, n.start_byte)
+        elif n.type == "yield" and begin is not None and n.start_byte > begin:
+            return True
+    return False
 
 
 _RETURNED_CALL = re.compile(rb"return[ \t]+([A-Za-z_][\w.]*)[ \t]*\(")

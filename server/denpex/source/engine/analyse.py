@@ -141,12 +141,18 @@ def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: s
     return hits
 
 
+def _may_wrap(text: str) -> bool:
+    """Text that may define a capture opener for other files (regions.contextmanager_wrappers)."""
+    return ("graph(" in text and ("contextmanager" in text or "return" in text)) or (
+        "capture_begin(" in text and "contextmanager" in text)
+
+
 def _wrapper_names(config: ScanConfig, ws: Workspace | None, ix: FileIndex) -> set[str]:
     names = {w.rsplit(".", 1)[-1] for w in config.capture_wrappers} | set(config.capture_wrappers)
     if ws is not None:
         for p in ws.paths():
             text = ws.text(p) or ""
-            if p != ix.path and "graph(" in text and ("contextmanager" in text or "return" in text):
+            if p != ix.path and _may_wrap(text):
                 other = ws.index(p)
                 if other is not None:
                     names |= contextmanager_wrappers(other)
@@ -437,7 +443,7 @@ def _analyse_workspace(workspace: Workspace, cfg: ScanConfig, book: RuleBook) ->
     wrappers = {w.rsplit(".", 1)[-1] for w in cfg.capture_wrappers} | set(cfg.capture_wrappers)
     for p in workspace.paths():
         text = workspace.text(p) or ""
-        if "graph(" in text and ("contextmanager" in text or "return" in text):
+        if _may_wrap(text):
             ix = workspace.index(p)
             if ix is not None:
                 wrappers |= contextmanager_wrappers(ix)

@@ -548,6 +548,37 @@ class FileIndex:
         k = self.kind(whole, depth + 1, params)
         return Kind("tensor", k.device, is_bool=k.is_bool) if k.tensor else UNKNOWN
 
+    def _return_kind(self, fn: FuncInfo, call: Node, depth: int, params: ParamKinds | None) -> Kind:
+        """What a call of this file's function `fn` returns: the kind its return statements agree on, with its
+        parameters taken from the call's arguments (`z = standardize(err, mean, std)` is a tensor when `err`
+        is one). Returns that disagree, or one not known, give unknown."""
+        body = fn.body
+        if body is None or depth > 6:
+            return UNKNOWN
+        bound = _call_arguments(self, call, fn.params)
+
+        def callee_params(name: str, node: Node) -> Kind | None:
+            holder = self.enclosing_function(node)
+            arg = bound.get(name) if holder is not None and holder.node.id == fn.node.id else None
+            if arg is None:
+                return None
+            k = self.kind(arg, depth + 1, params)
+            return None if k.cat in ("unknown", "param") else k
+
+        kinds: list[Kind] = []
+        stack = [body]
+        while stack:
+            n = stack.pop()
+            if n.type == "return_statement":
+                if not n.named_child_count:
+                    return UNKNOWN
+                kinds.append(self.kind(n.named_children[0], depth + 1, callee_params))
+                continue
+            stack.extend(c for c in n.named_children if c.type not in _NESTED_DEFS)
+        if not kinds or any(k.cat != kinds[0].cat for k in kinds) or kinds[0].cat not in ("tensor", "scalar"):
+            return UNKNOWN
+        return Kind(kinds[0].cat, kinds[0].device, is_bool=all(k.is_bool for k in kinds))
+
     def _call_kind(self, node: Node, depth: int, params: ParamKinds | None = None) -> Kind:
         func = node.child_by_field_name("function")
         args = node.child_by_field_name("arguments")
@@ -562,6 +593,10 @@ class FileIndex:
                 return Kind("module", "cuda", user_class=q)
             if q.endswith("DataLoader"):
                 return Kind("dataloader", node=node)
+            if func.type == "identifier" and "." not in q and q in self.module_funcs:
+                assign, _scope, is_param = self.lookup(q, func)
+                if assign is None and not is_param:  # the module's function, not a local of that name
+                    return self._return_kind(self.module_funcs[q], node, depth, params)
             if func.type == "identifier":
                 k = self.kind(func, depth + 1, params)
                 if k.cat == "module":
@@ -703,6 +738,31 @@ def scope_binding_nodes(body: Node, data: bytes) -> list[Node]:
             if c.type in _SCOPE_SKIP or search(data, c.start_byte, c.end_byte) is None:
                 continue
             stack.append(c)
+    return out
+
+
+_NESTED_DEFS = frozenset({"function_definition", "lambda", "class_definition", "decorated_definition"})
+
+
+def _call_arguments(ix: FileIndex, call: Node, names: list[str]) -> dict[str, Node]:
+    """The call's argument expression for each parameter name it binds (positionally, then by keyword); a
+    call with `*args` / `**kwargs` binds only what is spelled before them."""
+    args = call.child_by_field_name("arguments")
+    out: dict[str, Node] = {}
+    if args is None:
+        return out
+    pos = 0
+    for a in args.named_children:
+        if a.type in ("list_splat", "dictionary_splat"):
+            break
+        if a.type == "keyword_argument":
+            k, v = a.child_by_field_name("name"), a.child_by_field_name("value")
+            if k is not None and v is not None:
+                out[ix.text(k)] = v
+        elif a.type != "comment":
+            if pos < len(names):
+                out[names[pos]] = a
+            pos += 1
     return out
 
 
