@@ -28,6 +28,7 @@ reach a tagged overload, the entry says which (`nargs`, positional arguments aft
 from __future__ import annotations
 
 import argparse
+import ast
 import inspect
 import json
 import re
@@ -378,8 +379,12 @@ def generate(torch: Any) -> dict[str, Any]:
             name = row["case"]
             known = any(name in tables[c] for c in CATEGORIES) or name in EXPLICIT_SYNC
             if row["got"] == "fail" and re.fullmatch(r"[\w.]+", name) and not known and _exists(torch, name):
-                tables["host_sync"][name] = {"via": "measured", "note": f"capture of `{row['call']}` failed on "
-                                             f"{run['gpu']}, torch {run['torch']}: {row['error'][:80]}"}
+                call = ast.parse(row["call"], mode="eval").body
+                # only the arity measured: histc(x) reads its range from the data, histc(x, bins, min, max) not
+                nargs = [len(call.args)] if isinstance(call, ast.Call) else None
+                tables["host_sync"][name] = {"via": "measured", "nargs": nargs,
+                                             "note": f"capture of `{row['call']}` failed on {run['gpu']}, torch "
+                                                     f"{run['torch']}: {row['error'][:80]}"}
     explicit = [q for q in EXPLICIT_SYNC if _exists(torch, q)]
     return {
         "torch": torch.__version__,

@@ -100,6 +100,7 @@ def test_svd_backward_note_is_not_a_forward_sync_but_the_gpu_run_is() -> None:
     # which bench/results_op_tables_h200.json records
     e = ops.tables().lookup("host_sync", "torch.linalg.svd")
     assert e is not None and e.via == "measured" and "H200" in e.note
+    assert ops.is_host_sync("torch.histc", 1) and not ops.is_host_sync("torch.histc", 4)  # the arity measured
     run = json.loads((REPO / "bench" / "results_op_tables_h200.json").read_text(encoding="utf-8"))
     failed = {r["case"] for r in run["rows"] if r["got"] == "fail"}
     passed = {r["case"] for r in run["rows"] if r["got"] == "ok"}
