@@ -81,13 +81,9 @@ MISSES: dict[str, str] = {
     "s07_vit_droppath": "user generator in DropPath reached through make_graphed_callables of a ViT whose blocks"
                         " hold it",
     "s08_charlm": "Adam from a factory in another file, stored and stepped inside the captured train_step",
-    "s10_twohead": "side stream forked with wait_stream and never joined, in a method reached through a"
-                   " capturing() helper that opens the capture with capture_begin/capture_end",
     # programs_new: the missing link named first is the one a minimal probe showed missing on its own
     "r02_telemetry_decorator": "the body of a decorator's wrapper is not walked under capture (its"
                                " torch.tensor([...], device=x.device) is a known host copy)",
-    "r03_anomaly_ctxmgr": "a @contextlib.contextmanager that calls capture_begin()/capture_end() around its yield"
-                          " is not a capture opener; z from arithmetic on tensor parameters is not typed",
     "r04_optim_factory": "AdamW from a factory whose branches build different classes, passed to"
                          " GraphedTrainer(model, optimizer) and stepped as self.optimizer.step()",
     "r06_gradual_unfreeze": "no rule yet: a branch on an attribute the host flips between replays (issue 21)",
