@@ -86,14 +86,15 @@ MISSES: dict[str, str] = {
                                " torch.tensor([...], device=x.device) is a known host copy)",
     "r04_optim_factory": "AdamW from a factory whose branches build different classes, passed to"
                          " GraphedTrainer(model, optimizer) and stepped as self.optimizer.step()",
-    "r06_gradual_unfreeze": "no rule yet: a branch on an attribute the host flips between replays (issue 21)",
+    "r06_gradual_unfreeze": "reach: FwdBwdGraph(model, *data[0]) binds no constructor parameter (values.py gives up"
+                            " on any *args in the call, even after the parameter), so the captured forward is not"
+                            " walked; replay-frozen-branch finds it once the splat is written out",
     "r07_euler_sampler": "a scalar op argument taken from the loop variable of the replay loop and passed as an"
                          " argument to the captured method",
     "r09_eval_tuple": "no rule yet: a host value returned by the captured function and handed back by the"
                       " decorator's wrapper after every replay (issue 21)",
     "r10_embedding_store": "a static output kept across replays in a loop through a method's list append",
     "r11_nested_batch": "no rule yet: a replay helper that refreshes only top-level tensor arguments (issue 21)",
-    "r12_first_batch": "no rule yet: graph outputs returned right after the capture, before any replay (issue 21)",
     "r13_bucket_cache": "no rule yet: a graph cache keyed by one dimension of the input (issue 21)",
 }
 

@@ -1,0 +1,234 @@
+"""Shared by the frozen-state rules (issue 21): where host code changes a Python value between replays.
+
+A graph replays device work only, so a Python value read while capturing is fixed for every replay. What these
+helpers find is the host side: the files of the workspace that write an attribute or a name, the loops that
+replay a graph (directly or through a function whose body calls `.replay()`), and whether such a loop captures
+again (then each value gets its own capture and nothing is frozen)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tree_sitter import Node
+
+from denpex.source.resolve.callgraph import Resolver
+from denpex.source.resolve.index import FileIndex
+from denpex.source.resolve.workspace import Workspace
+from denpex.source.syntax.mentions import def_of
+from denpex.source.syntax.parse import run_query, walk
+
+_WRITES = (
+    "(assignment left: (attribute attribute: (identifier) @attr)) @w\n"
+    "(augmented_assignment left: (attribute attribute: (identifier) @attr)) @w\n"
+)
+_NAME_WRITES = (
+    "(assignment left: (identifier) @name) @w\n"
+    "(augmented_assignment left: (identifier) @name) @w\n"
+)
+_CALLS = "(call function: [(identifier) @name (attribute attribute: (identifier) @name)]) @c"
+# constructors and setup methods: a write there happens once, before any replay
+SETUP_METHODS = frozenset({"__init__", "__new__", "__post_init__", "__setstate__", "reset_parameters"})
+# the right-hand sides that are plain Python values (not a module, tensor or buffer rebound)
+_VALUE_RHS = frozenset({"true", "false", "integer", "float", "string", "none", "comparison_operator",
+                        "boolean_operator", "not_operator", "identifier", "attribute", "binary_operator",
+                        "unary_operator", "conditional_expression", "subscript"})
+_VALUE_CALLS = frozenset({"bool", "int", "float", "str", "len", "min", "max", "round"})
+_CAPTURE_WORDS = (b"torch.cuda.graph(", b".capture_begin(", b"make_graphed_callables(", b"cuda.graph(")
+_CACHE: dict[tuple[int, int, str], object] = {}
+
+
+def workspace_of(resolver: Resolver) -> Workspace | None:
+    """The workspace the resolver looks modules up in (None for a file analysed on its own)."""
+    ws = getattr(resolver.lookup_module, "__self__", None)
+    return ws if isinstance(ws, Workspace) else None
+
+
+def where(ix: FileIndex, node: Node) -> str:
+    return f"{Path(ix.path).name}:{node.start_point[0] + 1}"
+
+
+def files_with(resolver: Resolver, pattern: str, *local: FileIndex) -> list[FileIndex]:
+    """The files of the workspace whose text matches `pattern` (a regex), or of `local` without a workspace."""
+    ws = workspace_of(resolver)
+    rx = re.compile(pattern)
+    if ws is None:
+        seen: dict[str, FileIndex] = {}
+        for ix in local:
+            if rx.search(ix.src.text):
+                seen.setdefault(ix.path, ix)
+        return list(seen.values())
+    key = (id(ws), ws.generation, "files:" + pattern)
+    hit = _CACHE.get(key)
+    if isinstance(hit, list):
+        return hit
+    out: list[FileIndex] = []
+    for p in ws.paths():
+        text = ws.text(p) or ""
+        if rx.search(text):
+            fx = ws.index(p)
+            if fx is not None:
+                out.append(fx)
+    _CACHE[key] = out
+    if len(_CACHE) > 512:
+        _CACHE.clear()
+    return out
+
+
+def _function_names(ix: FileIndex, words: tuple[bytes, ...], method: str | None) -> set[str]:
+    """Names of the functions of `ix` whose own body calls `.<method>(` (or spells one of `words`)."""
+    out: set[str] = set()
+    data = ix.src.data
+    for fn in ix.by_node.values():
+        body = fn.body
+        if body is None:
+            continue
+        chunk = data[body.start_byte:body.end_byte]
+        called = method is not None and f".{method}(".encode() in chunk.replace(b" ", b"")
+        if called or any(w in chunk for w in words):
+            out.add(fn.name)
+    return out
+
+
+def replayers(resolver: Resolver, *local: FileIndex) -> set[str]:
+    """Functions of the workspace whose body replays a graph (`x.replay()`), by name."""
+    out: set[str] = set()
+    for ix in files_with(resolver, r"\.replay\(", *local):
+        out |= _function_names(ix, (), "replay")
+    return out
+
+
+def capturers(resolver: Resolver, *local: FileIndex) -> set[str]:
+    out: set[str] = set()
+    for ix in files_with(resolver, r"cuda\.graph\(|capture_begin\(|make_graphed_callables\(", *local):
+        out |= _function_names(ix, _CAPTURE_WORDS, None)
+    return out
+
+
+def _calls_in(ix: FileIndex, node: Node) -> list[tuple[str, Node]]:
+    caps = run_query(_CALLS, node)
+    out = []
+    for c in caps.get("c", []):
+        f = c.child_by_field_name("function")
+        if f is None:
+            continue
+        n = f if f.type == "identifier" else f.child_by_field_name("attribute")
+        if n is not None:
+            out.append((ix.text(n), c))
+    return out
+
+
+def loop_replays(ix: FileIndex, loop: Node, names: set[str]) -> Node | None:
+    """A call in `loop` that replays a graph: `x.replay()` or a call of a replaying function."""
+    for name, c in _calls_in(ix, loop):
+        if name == "replay" or name in names:
+            return c
+    return None
+
+
+def recaptures(ix: FileIndex, loop: Node, names: set[str], word: str) -> bool:
+    """`loop` captures again on every pass, or whenever `word` (the value that changes) differs: a capture or a
+    call of a capturing function in it, unconditional in the loop or under a condition that mentions `word`."""
+    sites = [c for name, c in _calls_in(ix, loop) if name in names or name in ("capture_begin", "graph")]
+    for c in sites:
+        p = c.parent
+        conditional = False
+        while p is not None and p.id != loop.id:
+            if p.type in ("if_statement", "elif_clause", "while_statement"):
+                cond = p.child_by_field_name("condition")
+                if cond is not None and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", ix.text(cond)):
+                    return True
+                conditional = True
+            p = p.parent
+        if not conditional:
+            return True
+    return False
+
+
+def enclosing_loops(node: Node) -> list[Node]:
+    """The for/while loops holding `node` inside its function, innermost first."""
+    out = []
+    p = node.parent
+    while p is not None and p.type not in ("function_definition", "class_definition", "lambda"):
+        if p.type in ("for_statement", "while_statement"):
+            out.append(p)
+        p = p.parent
+    return out
+
+
+def value_rhs(ix: FileIndex, assign: Node) -> bool:
+    """The assigned value is a plain Python value (a flag, a number, a mode string), not an object or tensor."""
+    if assign.type == "augmented_assignment":
+        return True
+    right = assign.child_by_field_name("right")
+    if right is None:
+        return False
+    if right.type == "parenthesized_expression" and right.named_child_count == 1:
+        right = right.named_children[0]
+    if right.type in _VALUE_RHS:
+        return True
+    if right.type == "call":
+        f = right.child_by_field_name("function")
+        return f is not None and f.type == "identifier" and ix.text(f) in _VALUE_CALLS
+    return False
+
+
+@dataclass(frozen=True)
+class Write:
+    ix: FileIndex
+    node: Node  # the assignment
+    in_replay_loop: bool  # inside a loop that replays and does not capture again
+    method: str | None  # the function holding it
+    self_write: bool  # `self.<attr> = ...`
+
+
+def attribute_writes(resolver: Resolver, attr: str, *local: FileIndex) -> list[Write]:
+    """Assignments `<x>.<attr> = <python value>` across the workspace, outside constructors."""
+    rep = replayers(resolver, *local)
+    cap = capturers(resolver, *local)
+    out: list[Write] = []
+    for ix in files_with(resolver, rf"\.{re.escape(attr)}\s*(?:[-+*/|&]|//)?=(?!=)", *local):
+        caps = run_query(_WRITES, ix.src.root)
+        for w, a in zip(caps.get("w", []), caps.get("attr", []), strict=False):
+            if ix.text(a) != attr or not value_rhs(ix, w):
+                continue
+            fn = ix.enclosing_function(w)
+            if fn is not None and fn.name in SETUP_METHODS:
+                continue
+            left = w.child_by_field_name("left")
+            obj = left.child_by_field_name("object") if left is not None else None
+            looped = any(loop_replays(ix, lp, rep) is not None and not recaptures(ix, lp, cap, attr)
+                         for lp in enclosing_loops(w))
+            out.append(Write(ix, w, looped, fn.name if fn is not None else None,
+                             obj is not None and ix.text(obj) == "self"))
+    return out
+
+
+def name_writes(resolver: Resolver, ix: FileIndex, name: str, owner: Node) -> list[Write]:
+    """Rebindings of `name` in scope `owner` (module or function) of `ix`, and, for a module-level name, in the
+    functions of the file that declare it `global`."""
+    rep = replayers(resolver, ix)
+    cap = capturers(resolver, ix)
+    caps = run_query(_NAME_WRITES, ix.src.root)
+    out: list[Write] = []
+    for w, n in zip(caps.get("w", []), caps.get("name", []), strict=False):
+        if ix.text(n) != name or not value_rhs(ix, w):
+            continue
+        d = def_of(w)
+        fn = ix.enclosing_function(w)
+        elsewhere = (d.id if d is not None else ix.src.root.id) != owner.id
+        if elsewhere and (owner.type != "module" or fn is None or name not in ix.scope(fn.node).globals):
+            continue
+        looped = any(loop_replays(ix, lp, rep) is not None and not recaptures(ix, lp, cap, name)
+                     for lp in enclosing_loops(w))
+        out.append(Write(ix, w, looped, fn.name if fn is not None else None, False))
+    return out
+
+
+def mentions(ix: FileIndex, node: Node, texts: set[str]) -> Node | None:
+    """The first identifier or attribute under `node` spelled as one of `texts`."""
+    for n in walk(node):
+        if n.type in ("identifier", "attribute") and ix.text(n) in texts:
+            return n
+    return None

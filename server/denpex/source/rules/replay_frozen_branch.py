@@ -1,0 +1,120 @@
+"""replay-frozen-branch (DPX310): a branch inside captured code decided by a Python value that the host changes
+between replays (`if self.freeze_encoder:` flipped each epoch). The graph holds the kernels of the branch taken
+at capture; every replay keeps them, whatever the value is now.
+
+Error where the change is shown: the value is assigned inside a loop that replays a graph (directly or through
+a function that calls `.replay()`) and does not capture again for the new value. Warning where a method of the
+class sets `self.<attr>` outside its constructor (it may be called between replays)."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from denpex.source.resolve.callgraph import Binding
+from denpex.source.rules._api import Frame, Hazard, SourceRule, Walk
+from denpex.source.rules._frozen import Write, attribute_writes, name_writes, where
+from denpex.source.syntax.parse import strip_parens
+
+_HAZARD = "frozen-branch"
+_LITERALS = frozenset({"string", "integer", "float", "true", "false", "none"})
+_MAX_BINDING_HOPS = 8
+
+
+def _subject(c: Node) -> Node | None:
+    """The Python value a condition tests: `x`, `self.a.b`, or one side of `x == <literal>` (not `is None`)."""
+    c = strip_parens(c)
+    if c.type in ("identifier", "attribute"):
+        return c
+    if c.type == "comparison_operator" and c.named_child_count == 2:
+        a, b = c.named_children
+        if b.type == "none" or a.type == "none":
+            return None  # presence tests: an object set lazily, not a flag
+        if a.type in ("identifier", "attribute") and b.type in _LITERALS:
+            return a
+        if b.type in ("identifier", "attribute") and a.type in _LITERALS:
+            return b
+    return None
+
+
+def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary: Node | None) -> None:
+    ix = frame.ix
+    subj = _subject(cond)
+    if subj is None or w.tensorish(subj, frame):
+        return  # a tensor condition is capture-implicit-bool's
+    writes: list[Write]
+    label = ix.text(subj)
+    if subj.type == "attribute":
+        if "(" in label:
+            return
+        a = subj.child_by_field_name("attribute")
+        if a is None:
+            return
+        attr = ix.text(a)
+        writes = attribute_writes(w.resolver, attr, ix, w.region.ix)
+        own = frame.func.node if frame.func is not None else None
+        # a write inside the captured function itself is Python run at capture (replay-python-side-effects)
+        writes = [x for x in writes if own is None or not (x.ix is ix and own.start_byte <= x.node.start_byte
+                                                           < own.end_byte)]
+        cls = frame.func.class_name if frame.func is not None else None
+        shown = [x for x in writes if x.in_replay_loop]
+        maybe = [x for x in writes if not x.in_replay_loop and x.self_write and cls is not None and
+                 x.ix is ix and _class_of(x) == cls]
+    else:
+        found = _name_writes(w, subj, frame)
+        if found is None:
+            return
+        label, writes = found
+        shown = [x for x in writes if x.in_replay_loop]
+        maybe = [x for x in writes if not x.in_replay_loop and x.method is not None and x.ix is ix and
+                 _is_global_write(x)]
+    if shown:
+        x = shown[0]
+        w.report(_HAZARD, subj, frame, message=(
+            f"`{label}` decides this branch when the graph is captured; {where(x.ix, x.node)} changes it "
+            "between replays, and every replay keeps the branch taken at capture (silently wrong)"))
+    elif maybe:
+        x = maybe[0]
+        w.report(_HAZARD, subj, frame, severity="warning", message=(
+            f"`{label}` decides this branch when the graph is captured; {x.method}() sets it at "
+            f"{where(x.ix, x.node)}: if that runs between replays, they keep the branch taken at capture "
+            "(may be silently wrong)"))
+
+
+def _class_of(x: Write) -> str | None:
+    fn = x.ix.enclosing_function(x.node)
+    return fn.class_name if fn is not None else None
+
+
+def _is_global_write(x: Write) -> bool:
+    fn = x.ix.enclosing_function(x.node)
+    left = x.node.child_by_field_name("left")
+    return fn is not None and left is not None and x.ix.text(left) in x.ix.scope(fn.node).globals
+
+
+def _name_writes(w: Walk, ident: Node, frame: Frame) -> tuple[str, list[Write]] | None:
+    """A condition on a name: a parameter (followed to the caller's argument), a name of the capture's own scope,
+    or a module global read by captured code."""
+    ix, env, node = frame.ix, frame.env, ident
+    for _ in range(_MAX_BINDING_HOPS):
+        name = ix.text(node)
+        b: Binding | None = env.get(name)
+        if b is None:
+            break
+        node, ix, env = strip_parens(b.node), b.ix, b.env
+        if node.type != "identifier":
+            return None  # an attribute or expression passed in: not followed
+    name = ix.text(node)
+    _assign, scope, is_param = ix.lookup(name, node)
+    if is_param or scope is None:
+        return None  # a parameter whose caller the walker did not bind: its callers may pass anything
+    owner = scope.node
+    if owner.type == "function_definition" and ix is not w.region.ix:
+        return None
+    return name, name_writes(w.resolver, ix, name, owner)
+
+
+RULE = SourceRule(
+    id="replay-frozen-branch",
+    hazards=(Hazard(_HAZARD, eager_fallback=False),),
+    on_condition=(_condition,),
+)

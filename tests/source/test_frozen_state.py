@@ -1,0 +1,256 @@
+"""Issue 21, "Python state frozen by capture": each rule with a failing example, its clean twin, and the legal
+near misses (capture guards, config flags fixed for the run) that must stay clean. Analysed in process; lines are
+found by a marker comment."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from denpex.source import analyse_source
+from denpex.source.engine.analyse import analyse_workspace
+from denpex.source.model import SourceFinding
+from denpex.source.resolve.workspace import Workspace
+
+
+def _found(text: str, path: str = "case.py") -> list[SourceFinding]:
+    return analyse_source(textwrap.dedent(text), path)
+
+
+def _line(text: str, marker: str) -> int:
+    rows = [i for i, ln in enumerate(textwrap.dedent(text).splitlines()) if marker in ln]
+    assert len(rows) == 1, (marker, rows)
+    return rows[0]
+
+
+def _rule(text: str, rule: str) -> list[tuple[int, str]]:
+    return [(f.start_line, f.severity) for f in _found(text) if f.rule == rule]
+
+
+def _ws(files: dict[str, str], rule: str) -> list[tuple[str, int, str, str]]:
+    ws = Workspace()
+    for p, t in files.items():
+        ws.add_text(p, textwrap.dedent(t))
+    out = analyse_workspace(ws)
+    return sorted((Path(p).name, f.start_line, f.severity, f.message) for p, fs in out.items() for f in fs
+                  if f.rule == rule)
+
+
+# ---- replay-frozen-branch ---------------------------------------------------------------------------------------
+BRANCH = """
+    import torch
+
+    class Head(torch.nn.Module):
+        def __init__(self, use_bias):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+            self.freeze = True
+            self.use_bias = use_bias
+
+        def forward(self, x):
+            h = self.lin(x)
+            if self.freeze:  # BRANCH
+                h = h.detach()
+            if self.use_bias:  # CONFIG
+                h = h + 1
+            if self.training:  # TRAINING
+                h = h * 2
+            if torch.cuda.is_current_stream_capturing():  # GUARD
+                pass
+            return h
+
+    model = Head(True).cuda()
+    static_x = torch.randn(4, 8, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = model(static_x)
+    for epoch in range(4):
+        model.freeze = epoch < 2  # WRITE
+        g.replay()
+"""
+
+
+def test_frozen_branch_on_an_attribute_the_replay_loop_flips() -> None:
+    got = _rule(BRANCH, "replay-frozen-branch")
+    assert got == [(_line(BRANCH, "# BRANCH"), "error")]
+    msg = next(f.message for f in _found(BRANCH) if f.rule == "replay-frozen-branch")
+    assert f"case.py:{_line(BRANCH, '# WRITE') + 1}" in msg
+
+
+def test_frozen_branch_clean_when_the_loop_captures_per_value() -> None:
+    twin = BRANCH.replace("""    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = model(static_x)
+    for epoch in range(4):
+        model.freeze = epoch < 2  # WRITE
+        g.replay()""", """    graphs = {}
+    for epoch in range(4):
+        model.freeze = epoch < 2  # WRITE
+        if model.freeze not in graphs:
+            graphs[model.freeze] = g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                out = model(static_x)
+        graphs[model.freeze].replay()""")
+    assert twin != BRANCH
+    assert _rule(twin, "replay-frozen-branch") == []
+
+
+def test_frozen_branch_clean_when_the_flag_is_set_before_capture_only() -> None:
+    twin = BRANCH.replace("""    for epoch in range(4):
+        model.freeze = epoch < 2  # WRITE
+        g.replay()""", """    for epoch in range(4):
+        g.replay()""").replace("model = Head(True).cuda()", "model = Head(True).cuda()\nmodel.freeze = False")
+    assert twin != BRANCH
+    assert _rule(twin, "replay-frozen-branch") == []
+
+
+def test_frozen_branch_warns_for_a_setter_method() -> None:
+    text = BRANCH.replace("""        def forward(self, x):""", """        def unfreeze(self):
+            self.freeze = False  # SETTER
+
+        def forward(self, x):""").replace("        model.freeze = epoch < 2  # WRITE\n", "")
+    got = _rule(text, "replay-frozen-branch")
+    assert got == [(_line(text, "# BRANCH"), "warning")]
+
+
+GLOBAL_FLAG = """
+    import torch
+
+    USE_MASK = True
+
+    def step(x):
+        if USE_MASK:  # BRANCH
+            return x * 2
+        return x
+
+    def main(xs):
+        global USE_MASK
+        static_x = torch.zeros(4, device="cuda")
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = step(static_x)
+        for i, x in enumerate(xs):
+            USE_MASK = i % 2 == 0  # WRITE
+            static_x.copy_(x)
+            g.replay()
+"""
+
+
+def test_frozen_branch_on_a_global_rebound_in_the_replay_loop() -> None:
+    assert _rule(GLOBAL_FLAG, "replay-frozen-branch") == [(_line(GLOBAL_FLAG, "# BRANCH"), "error")]
+    read_once = GLOBAL_FLAG.replace("            USE_MASK = i % 2 == 0  # WRITE\n", "")
+    assert _rule(read_once, "replay-frozen-branch") == []
+
+
+def test_frozen_branch_across_files_through_a_replaying_method() -> None:
+    files = {
+        "model.py": """
+            import torch
+            class Net(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = torch.nn.Linear(4, 4)
+                    self.mode_a = True
+                def forward(self, x):
+                    if self.mode_a:
+                        return self.lin(x)
+                    return x
+        """,
+        "runner.py": """
+            import torch
+            class Runner:
+                def __init__(self, model, x):
+                    self.model = model
+                    self.x = x.clone()
+                    self.g = torch.cuda.CUDAGraph()
+                    with torch.cuda.graph(self.g):
+                        self.out = self.model(self.x)
+                def run(self, x):
+                    self.x.copy_(x)
+                    self.g.replay()
+                    return self.out
+        """,
+        "main.py": """
+            from model import Net
+            from runner import Runner
+            import torch
+            net = Net()
+            r = Runner(net, torch.zeros(2, 4))
+            for step in range(10):
+                net.mode_a = step < 5
+                r.run(torch.zeros(2, 4))
+        """,
+    }
+    got = _ws(files, "replay-frozen-branch")
+    assert [(g[0], g[1], g[2]) for g in got] == [("model.py", 8, "error")]
+    assert "main.py:8" in got[0][3]
+
+
+# ---- replay-output-read-before-replay ---------------------------------------------------------------------------
+LAZY = """
+    import torch
+
+    class Runner:
+        def __init__(self, model):
+            self.model = model
+            self.graph = None
+
+        def _capture(self, x):
+            self.static_x = x.clone()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.static_out = self.model(self.static_x)
+
+        def __call__(self, x):
+            if self.graph is None:
+                self._capture(x)
+                return self.static_out  # EARLY
+            self.static_x.copy_(x)
+            self.graph.replay()
+            return self.static_out  # LATE
+"""
+
+
+def test_output_returned_right_after_a_lazy_capture() -> None:
+    got = _rule(LAZY, "replay-output-read-before-replay")
+    assert [ln for ln, _s in got] == [_line(LAZY, "# EARLY")]
+
+
+def test_output_after_the_capture_falls_through_to_the_replay() -> None:
+    twin = LAZY.replace("            return self.static_out  # EARLY\n", "")
+    assert twin != LAZY
+    assert _rule(twin, "replay-output-read-before-replay") == []
+
+
+def test_output_read_in_the_capture_scope() -> None:
+    text = """
+        import torch
+
+        def check(model, x):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = model(x)
+            print(y.sum().item())  # READ
+            return g, y
+    """
+    assert _rule(text, "replay-output-read-before-replay") == [(_line(text, "# READ"), "error")]
+    replayed = text.replace("    print(y.sum().item())  # READ", "    g.replay()\n        print(y.sum().item())")
+    assert _rule(replayed, "replay-output-read-before-replay") == []
+    # handing the static output back with its graph (the caller replays first) is no read
+    setup = text.replace("        print(y.sum().item())  # READ\n", "")
+    assert _rule(setup, "replay-output-read-before-replay") == []
+
+
+def test_output_stored_or_viewed_after_capture_is_no_read() -> None:
+    text = """
+        import torch
+
+        def build(model, x, store):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = model(x)
+            store["out"] = y
+            view = y.detach().view(-1)
+            return g, view
+    """
+    assert _rule(text, "replay-output-read-before-replay") == []
