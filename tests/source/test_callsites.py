@@ -130,3 +130,12 @@ def test_call_table_built_once_per_file_and_again_after_an_edit() -> None:
     ws.add_file("main.py", files["main.py"].replace("h0(step)", "h0(step)\nh0(step)"))
     _flagged(ws)
     assert callsites.stats["call_tables"] == before + 1  # only the edited file's table is built again
+
+
+def test_a_value_known_for_only_some_callers_is_a_may_be_edge() -> None:
+    # one construction passes a Net, another what a registry holds (not known): the Net's forward may be what is
+    # captured, so its hazard is reported at most as a warning, with the doubt named
+    main = ("from model import Net\nfrom runner import Runner\n\nREGISTRY = {}\n\n\ndef load(name):\n"
+            "    return REGISTRY[name]\n\n\na = Runner(Net())\nb = Runner(load('x'))\n")
+    ws = _ws({"model.py": NET, "runner.py": RUNNER, "main.py": main})
+    assert [f for f in _flagged(ws) if f[0] == "model.py"] == [("model.py", 6, "DPX113", "warning")]

@@ -15,7 +15,18 @@ from tree_sitter import Node
 
 from denpex.source.resolve import callsites
 from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, positional
-from denpex.source.resolve.values import NO_OPEN, FilesWith, Func, Inst, Lib, Seq, Value, Values
+from denpex.source.resolve.values import (
+    GUESS_CALLERS,
+    GUESS_PARTIAL,
+    NO_OPEN,
+    FilesWith,
+    Func,
+    Inst,
+    Lib,
+    Seq,
+    Value,
+    Values,
+)
 from denpex.source.syntax.parse import run_query, strip_parens
 
 
@@ -102,12 +113,14 @@ class Resolver:
                     found = self.resolve_callable(ix, pos[0], env, depth + 1)
         if found or expr.type not in ("identifier", "attribute", "subscript", "call"):
             return found
-        self.values.guessed = False
+        self.values.guessed = 0
         vals = self.values_of(ix, expr, env)
         targets = self.targets_of(vals, ix.text(expr))
         # inside a call made under capture (bindings present), a parameter typed from all its callers' arguments
-        # need not be what this call passed: a may-be edge. At the capture's own level every caller runs it.
-        if self.values.guessed and env.params:
+        # need not be what this call passed: a may-be edge. At the capture's own level every caller runs it. A
+        # value known for only some of the callers or of a factory's returns is a may-be edge at every level.
+        g = self.values.guessed
+        if (g & GUESS_CALLERS and env.params) or g & GUESS_PARTIAL:
             text = " ".join(ix.text(expr).split())[:60]
             targets = [replace(t, guess=text) for t in targets]
         return targets

@@ -29,6 +29,8 @@ MAX_DEPTH = 8  # nested questions per answer
 MAX_SITES = 20  # call sites read for one parameter
 MAX_CANDIDATES = 200  # calls of the name examined for one parameter (a method name such as `forward` is common)
 NO_OPEN = 1 << 30  # no parameter under way
+GUESS_CALLERS = 1  # a parameter's callers pass different objects (a may-be edge inside a call made under capture)
+GUESS_PARTIAL = 2  # a union of which some members are not known (a may-be edge everywhere)
 
 # methods of nn.Module (and tensors) that return the receiver itself
 _SELF_RETURNING = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "train", "eval",
@@ -138,10 +140,10 @@ def _union(groups: Iterable[list[Value]]) -> list[Value]:
 class Values:
     lookup_module: Lookup
     files_with: FilesWith | None = None
-    _memo: dict[tuple[int, int], tuple[list[Value], bool]] = field(default_factory=dict)  # values, guessed
+    _memo: dict[tuple[int, int], tuple[list[Value], int]] = field(default_factory=dict)  # values, guessed
     _active: set[tuple[int, int]] = field(default_factory=set)
     # parameter values from the callers' arguments, per (file, function, parameter): (values, guessed)
-    _params: dict[tuple[int, int, str], tuple[list[Value], bool]] = field(default_factory=dict)
+    _params: dict[tuple[int, int, str], tuple[list[Value], int]] = field(default_factory=dict)
     _open: dict[tuple[int, int, str], int] = field(default_factory=dict)  # parameters under way -> stack position
     # callgraph.Resolver's callables from call sites per (file, function, parameter): (targets, ranges read)
     targets_memo: dict[tuple[int, int, str], tuple[list[Any], list[tuple[int, int]]]] = field(default_factory=dict)
@@ -150,7 +152,8 @@ class Values:
     # the lowest stack position of a parameter under way that the answer under way read (a cycle through it):
     # the answer is then remembered only by that parameter itself, once it is complete
     _low: int = NO_OPEN
-    guessed: bool = False  # an answer since the last reset took a parameter's values from its callers' arguments
+    # an answer since the last reset is a may-be one (GUESS_CALLERS | GUESS_PARTIAL bits, 0: none)
+    guessed: int = 0
 
     def forget(self) -> None:
         """Drop every remembered answer. The ranges an answer consulted are recorded (ix.touched) only when it is
@@ -173,14 +176,14 @@ class Values:
         key = (id(ix), expr.id)
         hit = self._memo.get(key)
         if hit is not None:
-            self.guessed = self.guessed or hit[1]
+            self.guessed |= hit[1]
             return hit[0]
         if key in self._active:
             return []  # a cycle (x = f(x)): no value through it
         self._active.add(key)
         outer_cut, self._cut = self._cut, False
         outer_low, self._low = self._low, NO_OPEN
-        outer_guess, self.guessed = self.guessed, False
+        outer_guess, self.guessed = self.guessed, 0
         try:
             found = self._of(ix, expr, depth)
         finally:
@@ -188,7 +191,7 @@ class Values:
             cut, low, guess = self._cut, self._low, self.guessed
             self._cut = outer_cut or cut
             self._low = min(outer_low, low)
-            self.guessed = outer_guess or guess
+            self.guessed = outer_guess | guess
         if not cut and low == NO_OPEN:
             self._memo[key] = (found, guess)
         return found
@@ -361,7 +364,11 @@ class Values:
             return []
         ix = fn.ix
         ix.touched.append((fn.func.node.start_byte, fn.func.node.end_byte))
-        return _union([self.of(ix, r, depth + 1) for r in callsites.returned(ix, fn.func)])
+        rets = [self.of(ix, r, depth + 1) for r in callsites.returned(ix, fn.func)]
+        found = _union(rets)
+        if found and not all(rets):
+            self.guessed |= GUESS_PARTIAL  # a factory with a branch that returns what is not known: a may-be value
+        return found
 
     # ---- attributes --------------------------------------------------------------------------------------
     def attribute(self, ix: FileIndex, objs: list[Value], name: str, depth: int, obj: Node | None = None) -> list[Value]:
@@ -462,7 +469,7 @@ class Values:
         key = (id(ix), fn.node.id, name)
         hit = self._params.get(key)
         if hit is not None:
-            self.guessed = self.guessed or hit[1]
+            self.guessed |= hit[1]
             return hit[0]
         pos = self._open.get(key)
         if pos is not None:
@@ -470,17 +477,20 @@ class Values:
             return []
         me = self._open[key] = len(self._open)
         outer_cut, outer_low, outer_guess = self._cut, self._low, self.guessed
-        self._low, self.guessed = NO_OPEN, False
+        self._low, self.guessed = NO_OPEN, 0
         found: list[Value] = []
-        guess = False
+        guess = 0
         try:
             out: list[list[Value]] = []
             for cix, call in self.call_sites(ix, fn):
                 arg = _argument(cix, call, fn, name)
-                if arg is not None:
-                    out.append(self.of(cix, arg, 0))
+                out.append(self.of(cix, arg, 0) if arg is not None else [])
             found = _union(out)
-            guess = self.guessed or len(found) > 1  # callers pass different objects: not necessarily this one
+            guess = self.guessed
+            if len(found) > 1:
+                guess |= GUESS_CALLERS  # callers pass different objects: not necessarily the one this capture gets
+            if found and not all(out):
+                guess |= GUESS_PARTIAL  # some callers pass what is not known: the known ones are a may-be
         finally:
             del self._open[key]
             low = self._low
@@ -488,7 +498,7 @@ class Values:
             # stands; only a cycle through an outer parameter under way leaves it incomplete
             self._cut = outer_cut
             self._low = min(outer_low, low) if low < me else outer_low
-        self.guessed = outer_guess or guess
+        self.guessed = outer_guess | guess
         if low >= me:
             self._params[key] = (found, guess)
         return found

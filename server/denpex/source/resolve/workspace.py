@@ -259,17 +259,19 @@ class Workspace:
         return self._imports[1]
 
     def has_word(self, path: str, word: str, call: bool = False) -> bool:
-        """`word` is a whole word of the file's text (with `call`: followed by `(`, a call of it). A substring test
-        first (most files lack it); cached until the file changes. Cheaper than the set of all its words when few
-        words are asked of a file."""
+        """`word` is a whole word of the file's text (with `call`: followed by `(`, a call of it); cached until the
+        file changes (the file's words are read once; the call form is searched only in a file that has the word)."""
         stamp = self._changed_at.get(path, -1)
         key = (path, word + "(" if call else word)
         hit = self._has_cache.get(key)
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        text = self.text(path) or ""
-        after = r"\s*\(" if call else r"(?!\w)"
-        found = word in text and re.search(rf"(?<!\w){re.escape(word)}{after}", text) is not None
+        if word not in self._words(path):
+            found = False
+        elif not call:
+            found = True
+        else:
+            found = re.search(rf"(?<!\w){re.escape(word)}\s*\(", self.text(path) or "") is not None
         self._has_cache[key] = (stamp, found)
         return found
 
