@@ -254,3 +254,145 @@ def test_output_stored_or_viewed_after_capture_is_no_read() -> None:
             return g, view
     """
     assert _rule(text, "replay-output-read-before-replay") == []
+
+
+SETTER = """
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.monitor = False
+
+        def enable_monitor(self, flag=True):
+            self.monitor = flag
+
+        def forward(self, x):
+            h = self.lin(x)
+            if self.monitor:  # BRANCH
+                h = h * 1.5
+            return h
+
+    def main(xs, rank):
+        net = Net()
+        net.enable_monitor(rank == 0)  # ONCE
+        static_x = torch.zeros(2, 4, device="cuda")
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = net(static_x)
+        for i, x in enumerate(xs):
+            static_x.copy_(x)
+            g.replay()
+"""
+
+
+def test_frozen_branch_setter_called_once_for_the_run_is_clean() -> None:
+    assert _rule(SETTER, "replay-frozen-branch") == []
+
+
+def test_frozen_branch_setter_called_in_the_replay_loop_is_an_error() -> None:
+    text = SETTER.replace("            static_x.copy_(x)\n", "            net.enable_monitor(i % 10 == 0)  # LOOP\n"
+                          "            static_x.copy_(x)\n")
+    assert text != SETTER
+    assert _rule(text, "replay-frozen-branch") == [(_line(text, "# BRANCH"), "error")]
+    msg = next(f.message for f in _found(text) if f.rule == "replay-frozen-branch")
+    assert f"case.py:{_line(text, '# LOOP') + 1}" in msg
+
+
+def test_output_that_is_a_python_value_is_no_garbage_read() -> None:
+    text = """
+        import torch
+
+        x = torch.ones(4, device="cuda")
+        ev = torch.cuda.Event()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = x * 2
+            done = ev.query()
+        print("query returned", done)
+        g.replay()
+    """
+    assert _rule(text, "replay-output-read-before-replay") == []
+
+
+def test_output_returned_by_a_setup_function_whose_helper_names_end_like_a_replayer() -> None:
+    # train_step( ends like step(: a replaying function named step must not make this function "replay"
+    text = """
+        import torch
+
+        class Runner:
+            def step(self):
+                self.g.replay()
+
+            def train_step(self):
+                return self.model(self.x)
+
+            def capture(self):
+                self.train_step()
+                with torch.cuda.graph(self.g):
+                    loss = self.train_step()
+                return loss
+    """
+    assert _rule(text, "replay-output-read-before-replay") == []
+
+
+# ---- replay-nested-static-input ---------------------------------------------------------------------------------
+NESTED = """
+    import torch
+
+    def clone_arg(a):
+        if isinstance(a, torch.Tensor):
+            return a.clone()
+        if isinstance(a, dict):
+            return {k: clone_arg(v) for k, v in a.items()}
+        return a
+
+    class Graphed:
+        def __init__(self, module):
+            self.module = module
+            self.graph = None
+
+        def _refresh(self, args):
+            for dst, src in zip(self.static_args, args):
+                if isinstance(dst, torch.Tensor):  # TOP
+                    dst.copy_(src)
+
+        def __call__(self, *args):
+            if self.graph is None:
+                self.static_args = [clone_arg(a) for a in args]
+                self.graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(self.graph):
+                    self.static_out = self.module(*self.static_args)
+            self._refresh(args)
+            self.graph.replay()
+            return self.static_out
+"""
+
+
+def test_nested_static_input_refreshed_only_at_the_top() -> None:
+    assert _rule(NESTED, "replay-nested-static-input") == [(_line(NESTED, "# TOP"), "warning")]
+
+
+def test_nested_static_input_refreshed_recursively_is_clean() -> None:
+    twin = NESTED.replace("""            for dst, src in zip(self.static_args, args):
+                if isinstance(dst, torch.Tensor):  # TOP
+                    dst.copy_(src)""", """            for dst, src in zip(self.static_args, args):
+                copy_into(dst, src)""").replace("class Graphed:", """def copy_into(dst, src):
+        if isinstance(dst, torch.Tensor):
+            dst.copy_(src)
+        elif isinstance(dst, dict):
+            for k in dst:
+                copy_into(dst[k], src[k])
+
+    class Graphed:""")
+    assert twin != NESTED
+    assert _rule(twin, "replay-nested-static-input") == []
+
+
+def test_top_level_refresh_of_flat_static_arguments_is_clean() -> None:
+    # the clone does not recurse: nothing shows nested tensors are expected
+    flat = NESTED.replace("self.static_args = [clone_arg(a) for a in args]",
+                          "self.static_args = [a.clone() for a in args]")
+    assert flat != NESTED
+    assert _rule(flat, "replay-nested-static-input") == []

@@ -94,7 +94,6 @@ MISSES: dict[str, str] = {
     "r09_eval_tuple": "no rule yet: a host value returned by the captured function and handed back by the"
                       " decorator's wrapper after every replay (issue 21)",
     "r10_embedding_store": "a static output kept across replays in a loop through a method's list append",
-    "r11_nested_batch": "no rule yet: a replay helper that refreshes only top-level tensor arguments (issue 21)",
     "r13_bucket_cache": "no rule yet: a graph cache keyed by one dimension of the input (issue 21)",
 }
 

@@ -226,6 +226,25 @@ def name_writes(resolver: Resolver, ix: FileIndex, name: str, owner: Node) -> li
     return out
 
 
+def method_calls(resolver: Resolver, method: str, *local: FileIndex) -> tuple[list[Write], int]:
+    """The calls `<x>.<method>(...)` across the workspace (as writes: in a replay loop or not), and how many."""
+    rep = replayers(resolver, *local)
+    cap = capturers(resolver, *local)
+    out: list[Write] = []
+    for ix in files_with(resolver, rf"\.{re.escape(method)}\s*\(", *local):
+        for name, c in _calls_in(ix, ix.src.root):
+            f = c.child_by_field_name("function")
+            if name != method or f is None or f.type != "attribute":
+                continue
+            fn = ix.enclosing_function(c)
+            if fn is not None and fn.name == method:
+                continue
+            looped = any(loop_replays(ix, lp, rep) is not None and not recaptures(ix, lp, cap, method)
+                         for lp in enclosing_loops(c))
+            out.append(Write(ix, c, looped, fn.name if fn is not None else None, False))
+    return out, len(out)
+
+
 def mentions(ix: FileIndex, node: Node, texts: set[str]) -> Node | None:
     """The first identifier or attribute under `node` spelled as one of `texts`."""
     for n in walk(node):

@@ -12,7 +12,7 @@ from tree_sitter import Node
 
 from denpex.source.resolve.callgraph import Binding
 from denpex.source.rules._api import Frame, Hazard, SourceRule, Walk
-from denpex.source.rules._frozen import Write, attribute_writes, name_writes, where
+from denpex.source.rules._frozen import Write, attribute_writes, method_calls, name_writes, where
 from denpex.source.syntax.parse import strip_parens
 
 _HAZARD = "frozen-branch"
@@ -74,6 +74,20 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
             "between replays, and every replay keeps the branch taken at capture (silently wrong)"))
     elif maybe:
         x = maybe[0]
+        if x.method is not None and x.self_write:
+            # the setter's calls decide: one in a replay loop shows the change, calls only outside say it is set
+            # for the run; a setter never called in the project may be called by its users
+            calls, n = method_calls(w.resolver, x.method, ix, w.region.ix)
+            looped = [c for c in calls if c.in_replay_loop]
+            if looped:
+                c = looped[0]
+                w.report(_HAZARD, subj, frame, message=(
+                    f"`{label}` decides this branch when the graph is captured; {x.method}() at "
+                    f"{where(c.ix, c.node)} changes it between replays (it sets it at {where(x.ix, x.node)}), "
+                    "and every replay keeps the branch taken at capture (silently wrong)"))
+                return
+            if n:
+                return
         w.report(_HAZARD, subj, frame, severity="warning", message=(
             f"`{label}` decides this branch when the graph is captured; {x.method}() sets it at "
             f"{where(x.ix, x.node)}: if that runs between replays, they keep the branch taken at capture "

@@ -105,11 +105,12 @@ def _read(ix: FileIndex, stmt: Node, outs: set[str], replays_graph: bool) -> Nod
             if m is not None and ix.text(m) in _READ_METHODS and call is not None and call.type == "call":
                 return n
         elif p.type in ("binary_operator", "comparison_operator", "unary_operator"):
-            return n
+            if ix.kind(n).tensor:
+                return n
         elif p.type == "argument_list":
             call = p.parent
             f = call.child_by_field_name("function") if call is not None else None
-            if f is not None and f.type == "identifier" and ix.text(f) in _READ_FUNCS:
+            if f is not None and f.type == "identifier" and ix.text(f) in _READ_FUNCS and ix.kind(n).tensor:
                 return n
     return None
 
@@ -117,9 +118,9 @@ def _read(ix: FileIndex, stmt: Node, outs: set[str], replays_graph: bool) -> Nod
 def _scan_path(scan: RegionScan, ix: FileIndex, start: Node, outs: set[str], graph: str, rep: set[str],
                fix_graph: str | None) -> None:
     fn = ix.enclosing_function(start)
-    body_text = ix.text(fn.node).replace(" ", "") if fn is not None else ix.src.text.replace(" ", "")
-    replays_graph = f"{graph}.replay(" in body_text or any(f".{r}(" in body_text or f"{r}(" in body_text
-                                                           for r in rep if r != (fn.name if fn else None))
+    scope = fn.node if fn is not None else ix.src.root
+    # a function that also replays: what it returns is the result of a run, not a buffer handed to a caller
+    replays_graph = _replays(ix, scope, rep - ({fn.name} if fn is not None else set()))
     for st in _next_stmts(start):
         if _replays(ix, st, rep):
             return
