@@ -20,7 +20,6 @@ PACKAGE = REPO / "server" / "denpex"
 # the matcher and the verdict; it waits for the log work in flight on those files.
 KNOWN = [
     ["denpex.logs.diagnose", "denpex.logs.first_error_ranges", "denpex.logs.parallel", "denpex.logs.summary"],
-    ["denpex.logs.matcher", "denpex.logs.truncated"],
 ]
 
 

@@ -8,7 +8,6 @@ those are decoded, normalised and checked against each signature.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -16,12 +15,12 @@ import ahocorasick_rs
 import regex
 
 from denpex.logs import native
-from denpex.rulebook import CodeEntry, RuleBook, Signature
+from denpex.logs.hit import Hit as Hit  # re-exported: hits are the matcher's answer
+from denpex.rulebook import RuleBook, Signature
 from denpex.rulebook.codes import CodeTable
 
 if TYPE_CHECKING:
     from denpex.logs.frameworks import Framework
-    from denpex.logs.truncated import Repair
 
 # Lines the diagnoser reads even when no rule names them (NCCL progress, tracebacks, frameworks).
 EXTRA_ANCHORS: tuple[str, ...] = (
@@ -58,15 +57,6 @@ KEY_HITS_PER_MIB = 2000  # past this many key hits, the single automaton is chea
 # cross near 2,000 a MiB: a benign log whose every fifth line holds 'exception_count=0', 1,435 hits,
 # 3.2 ms per line against 5.6 ms in one pass; a fifth of lines traceback frames, 2,796, 5.0 against 3.7)
 WINDOW = 4096  # characters around an anchor in which a signature regex is checked
-
-
-@dataclass(frozen=True)
-class Hit:
-    signature: Signature
-    start: int  # character offset of the match in the checked text
-    end: int
-    entry: CodeEntry | None = None  # the status code a table signature named
-    repair: Repair | None = None  # found on a line that is not whole (cut, wrapped, interleaved): logs.truncated
 
 
 class Matcher:

@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import ahocorasick_rs
 import regex
 
+from denpex.logs.hit import Hit
 from denpex.rulebook import CodeEntry, RuleBook, Signature
 from denpex.rulebook.codes import CodeTable
-
-if TYPE_CHECKING:
-    from denpex.logs.matcher import Hit
 
 MIN_CUT = 16  # characters of a known message a cut must keep: shorter cuts say too little
 MIN_BODY = 6  # of which past a signature's literal head ("CUDA error: "), for table messages
@@ -82,8 +79,6 @@ class Table:
 
         ``already``: (rule, signature index) pairs that matched the line whole; they are not reported again.
         """
-        from denpex.logs.matcher import Hit
-
         if self.heads is None:
             return []
         m = _CUT_MARK.search(text, max(0, len(text) - 64))
