@@ -396,3 +396,101 @@ def test_top_level_refresh_of_flat_static_arguments_is_clean() -> None:
                           "self.static_args = [a.clone() for a in args]")
     assert flat != NESTED
     assert _rule(flat, "replay-nested-static-input") == []
+
+
+# ---- replay-returned-host-value ---------------------------------------------------------------------------------
+RETURNED = """
+    import torch
+
+    def step(x, n_items):
+        return (x * 2).sum(), n_items  # HOST
+
+    def graphed(x0, n0):
+        static_x = x0.clone()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = step(static_x, n0)
+        static_x.copy_(x0)
+        g.replay()
+        return out
+
+    total = graphed(torch.ones(4, device="cuda"), int(4))
+"""
+
+
+def test_returned_host_value_handed_back_after_replay() -> None:
+    assert _rule(RETURNED, "replay-returned-host-value") == [(_line(RETURNED, "# HOST"), "error")]
+
+
+def test_returned_device_count_is_clean() -> None:
+    twin = RETURNED.replace("return (x * 2).sum(), n_items  # HOST", "return (x * 2).sum(), (x > 0).sum()")
+    assert twin != RETURNED
+    assert _rule(twin, "replay-returned-host-value") == []
+
+
+def test_returned_host_value_of_a_setup_function_that_never_replays_is_clean() -> None:
+    # the capture's result goes back to a caller with the graph: nothing is replayed here
+    setup = RETURNED.replace("        static_x.copy_(x0)\n        g.replay()\n        return out",
+                             "        return g, static_x, out")
+    assert setup != RETURNED
+    assert _rule(setup, "replay-returned-host-value") == []
+
+
+def test_returned_host_value_through_a_decorator_across_files() -> None:
+    files = {
+        "graphing.py": """
+            import torch
+            def cuda_graphed():
+                def decorate(fn):
+                    state = {}
+                    def wrapper(*args):
+                        if "graph" not in state:
+                            static = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+                            g = torch.cuda.CUDAGraph()
+                            with torch.cuda.graph(g):
+                                out = fn(*static)
+                            state.update(graph=g, static=static, out=out)
+                        state["graph"].replay()
+                        return state["out"]
+                    return wrapper
+                return decorate
+        """,
+        "lm.py": """
+            from graphing import cuda_graphed
+            @cuda_graphed()
+            def terms(model, tokens, n_tokens):
+                return model(tokens).sum(), n_tokens
+        """,
+        "main.py": """
+            from lm import terms
+            def main(model, batches):
+                for tokens, lengths in batches:
+                    n = int(lengths.sum())
+                    s, k = terms(model, tokens, n)
+        """,
+    }
+    got = _ws(files, "replay-returned-host-value")
+    assert [(g[0], g[1], g[2]) for g in got] == [("lm.py", 4, "error")]
+    device = dict(files, **{"main.py": files["main.py"].replace("int(lengths.sum())", "lengths.sum()")})
+    assert _ws(device, "replay-returned-host-value") == []
+
+
+def test_output_returned_by_a_capture_method_when_another_file_replays_in_a_same_named_method() -> None:
+    files = {
+        "trainer.py": """
+            import torch
+            class Trainer:
+                def train_step(self):
+                    return self.model(self.x).mean()
+                def capture(self):
+                    with torch.cuda.graph(self.graph):
+                        loss = self.train_step()
+                    return loss
+        """,
+        "other.py": """
+            class Runner:
+                def train_step(self):
+                    self.g.replay()
+        """,
+    }
+    assert _ws(files, "replay-output-read-before-replay") == []

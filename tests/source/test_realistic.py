@@ -91,8 +91,6 @@ MISSES: dict[str, str] = {
                             " walked; replay-frozen-branch finds it once the splat is written out",
     "r07_euler_sampler": "a scalar op argument taken from the loop variable of the replay loop and passed as an"
                          " argument to the captured method",
-    "r09_eval_tuple": "no rule yet: a host value returned by the captured function and handed back by the"
-                      " decorator's wrapper after every replay (issue 21)",
     "r10_embedding_store": "a static output kept across replays in a loop through a method's list append",
     "r13_bucket_cache": "no rule yet: a graph cache keyed by one dimension of the input (issue 21)",
 }

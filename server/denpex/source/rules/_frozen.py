@@ -99,6 +99,11 @@ def replayers(resolver: Resolver, *local: FileIndex) -> set[str]:
     return out
 
 
+def local_replayers(ix: FileIndex) -> set[str]:
+    """Functions of one file whose body replays a graph (a name of another file may be any other function)."""
+    return _function_names(ix, (), "replay") if ".replay(" in ix.src.text.replace(" ", "") else set()
+
+
 def capturers(resolver: Resolver, *local: FileIndex) -> set[str]:
     out: set[str] = set()
     for ix in files_with(resolver, r"cuda\.graph\(|capture_begin\(|make_graphed_callables\(", *local):

@@ -18,7 +18,7 @@ from denpex.source.fixes import edits as F
 from denpex.source.model import Fix
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
-from denpex.source.rules._frozen import replayers
+from denpex.source.rules._frozen import local_replayers
 from denpex.source.syntax.parse import run_query, walk
 
 _HAZARD = "output-read-before-replay"
@@ -152,7 +152,7 @@ def _before_replay(scan: RegionScan) -> None:
     if not outs:
         return
     graph = region.graph_name
-    rep = replayers(scan.resolver, ix)
+    rep = local_replayers(ix)
     end = region.end_stmt if region.kind == "capture_begin" and region.end_stmt is not None else region.anchor
     fn = ix.enclosing_function(region.anchor)
     _scan_path(scan, ix, end, outs, graph, rep - ({fn.name} if fn is not None else set()), graph)
