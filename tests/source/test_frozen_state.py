@@ -494,3 +494,48 @@ def test_output_returned_by_a_capture_method_when_another_file_replays_in_a_same
         """,
     }
     assert _ws(files, "replay-output-read-before-replay") == []
+
+
+# ---- replay-graph-cache-key -------------------------------------------------------------------------------------
+CACHE = """
+    import torch
+
+    class BucketCache:
+        def __init__(self, fn):
+            self.fn = fn
+            self.entries = {}
+
+        def _capture(self, q, d):
+            static_q, static_d = q.clone(), d.clone()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                out = self.fn(static_q, static_d)
+            return g, static_q, static_d, out
+
+        def __call__(self, q, d):
+            key = q.size(1)  # KEY
+            if key not in self.entries:
+                self.entries[key] = self._capture(q, d)
+            g, static_q, static_d, out = self.entries[key]
+            static_q[:len(q)].copy_(q)
+            static_d[:len(q)].copy_(d)
+            g.replay()
+            return out[:len(q)]
+"""
+
+
+def test_graph_cache_keyed_by_one_dimension_and_padded_along_another() -> None:
+    assert _rule(CACHE, "replay-graph-cache-key") == [(_line(CACHE, "# KEY"), "warning")]
+
+
+def test_graph_cache_keyed_by_every_dimension_is_clean() -> None:
+    twin = CACHE.replace("key = q.size(1)  # KEY", "key = (q.size(0), q.size(1))")
+    assert twin != CACHE
+    assert _rule(twin, "replay-graph-cache-key") == []
+
+
+def test_graph_cache_keyed_by_the_padded_dimension_is_clean() -> None:
+    # the serving idiom: graphs per padded batch size, inputs copied into the front of the buffer
+    padded = CACHE.replace("key = q.size(1)  # KEY", "key = len(q)")
+    assert padded != CACHE
+    assert _rule(padded, "replay-graph-cache-key") == []

@@ -92,7 +92,6 @@ MISSES: dict[str, str] = {
     "r07_euler_sampler": "a scalar op argument taken from the loop variable of the replay loop and passed as an"
                          " argument to the captured method",
     "r10_embedding_store": "a static output kept across replays in a loop through a method's list append",
-    "r13_bucket_cache": "no rule yet: a graph cache keyed by one dimension of the input (issue 21)",
 }
 
 # Error-level findings on lines no gold row names (false errors of the analyser at HEAD).
