@@ -539,3 +539,40 @@ def test_graph_cache_keyed_by_the_padded_dimension_is_clean() -> None:
     padded = CACHE.replace("key = q.size(1)  # KEY", "key = len(q)")
     assert padded != CACHE
     assert _rule(padded, "replay-graph-cache-key") == []
+
+
+SCOPED = """
+    import torch
+
+    _IN_RECOMPUTE = False
+
+    class recompute_region:
+        def __enter__(self):
+            global _IN_RECOMPUTE
+            _IN_RECOMPUTE = True
+
+        def __exit__(self, *exc):
+            global _IN_RECOMPUTE
+            _IN_RECOMPUTE = False
+
+    def layer(x):
+        if _IN_RECOMPUTE:  # BRANCH
+            return x * 2
+        return x
+
+    def main(x):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = layer(x)
+        g.replay()
+"""
+
+
+def test_frozen_branch_on_a_toggle_set_and_restored_by_a_context_manager_is_clean() -> None:
+    assert _rule(SCOPED, "replay-frozen-branch") == []
+
+
+def test_frozen_branch_on_a_global_a_plain_function_sets_warns() -> None:
+    text = SCOPED.replace("        def __enter__(self):", "        def enter(self):")
+    assert text != SCOPED
+    assert _rule(text, "replay-frozen-branch") == [(_line(text, "# BRANCH"), "warning")]

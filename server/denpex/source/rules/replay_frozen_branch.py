@@ -67,6 +67,7 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
         shown = [x for x in writes if x.in_replay_loop]
         maybe = [x for x in writes if not x.in_replay_loop and x.method is not None and x.ix is ix and
                  _is_global_write(x)]
+    maybe = [x for x in maybe if not _scoped(x)]
     if shown:
         x = shown[0]
         w.report(_HAZARD, subj, frame, message=(
@@ -92,6 +93,18 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
             f"`{label}` decides this branch when the graph is captured; {x.method}() sets it at "
             f"{where(x.ix, x.node)}: if that runs between replays, they keep the branch taken at capture "
             "(may be silently wrong)"))
+
+
+_SCOPED = frozenset({"__enter__", "__exit__", "__aenter__", "__aexit__"})
+
+
+def _scoped(x: Write) -> bool:
+    """A write in a context manager's enter/exit (or a @contextmanager): a toggle set and restored around a block
+    (recompute regions, modes), not a change made between replays."""
+    fn = x.ix.enclosing_function(x.node)
+    if fn is None:
+        return False
+    return fn.name in _SCOPED or any("contextmanager" in x.ix.text(d) for d in fn.decorators)
 
 
 def _class_of(x: Write) -> str | None:

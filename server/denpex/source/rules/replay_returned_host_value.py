@@ -158,15 +158,19 @@ def _returned(scan: RegionScan) -> None:
     if ".replay(" not in tail or "return" not in tail:
         return  # not a wrapper that replays and hands a result back
     for call in _captured_calls(ix, region.stmts):
-        targets = [(t.ix, t.func) for t in scan.resolver.resolve_call(ix, call, EMPTY_ENV)]
+        resolved = scan.resolver.resolve_call(ix, call, EMPTY_ENV)
+        # a callable found through what callers pass (a parameter or attribute typed at its call sites) is one
+        # of the possible ones: a warning
+        targets = [(t.ix, t.func, t.guess) for t in resolved]
         if not targets:
-            targets = _decorated(scan, ix, call)
-        for tix, fn in targets:
+            targets = [(dix, dfn, None) for dix, dfn in _decorated(scan, ix, call)]
+        for tix, fn, guess in targets:
             for hix, hfn, e in _host_returns(scan, tix, fn):
-                scan.sink(Hit(_HAZARD, hix, e, region, (), [], None, (
+                may = f" (if `{guess}` is {fn.name}(), as a caller passes it)" if guess else ""
+                scan.sink(Hit(_HAZARD, hix, e, region, (), [], "warning" if guess else None, (
                     f"`{hix.text(e)}` is a Python value returned by {hfn.name}(), which the graph captured at "
                     f"{where(ix, region.site)} runs; {holder.name}() hands back the capture-time result after "
-                    "every replay, so this value stays the one of the capture's call (silently wrong)")))
+                    f"every replay, so this value stays the one of the capture's call (silently wrong){may}")))
 
 
 RULE = SourceRule(
