@@ -147,15 +147,40 @@ def _may_wrap(text: str) -> bool:
         "capture_begin(" in text and "contextmanager" in text)
 
 
+# per file: the text it was read from, and the capture openers it defines for other files (None: it cannot
+# define one, no parse needed) with the index epoch they were read at. Valid while the file's text object is the
+# same (an edit or a reload replaces it) and, for a parsed file, its tree has not grown (lazy parsing).
+_WRAPS: dict[str, tuple[str, int, frozenset[str] | None]] = {}
+
+
+def _file_wrappers(ws: Workspace, p: str) -> frozenset[str]:
+    text = ws.text(p) or ""
+    hit = _WRAPS.get(p)
+    if hit is not None and hit[0] is text and hit[2] is None:
+        return frozenset()
+    if (hit is None or hit[0] is not text) and not _may_wrap(text):
+        _WRAPS[p] = (text, -1, None)
+        return frozenset()
+    other = ws.index(p)
+    if other is None:
+        return frozenset()
+    if hit is not None and hit[0] is text and hit[1] == other.epoch and hit[2] is not None:
+        return hit[2]
+    names = frozenset(contextmanager_wrappers(other))
+    if len(_WRAPS) >= 50_000:
+        _WRAPS.clear()
+    _WRAPS[p] = (text, other.epoch, names)
+    return names
+
+
 def _wrapper_names(config: ScanConfig, ws: Workspace | None, ix: FileIndex) -> set[str]:
+    """The configured capture wrappers and the capture openers other workspace files define (each file read
+    again only when it changed, see `_WRAPS`: the scan over every file's text was per keystroke)."""
     names = {w.rsplit(".", 1)[-1] for w in config.capture_wrappers} | set(config.capture_wrappers)
     if ws is not None:
         for p in ws.paths():
-            text = ws.text(p) or ""
-            if p != ix.path and _may_wrap(text):
-                other = ws.index(p)
-                if other is not None:
-                    names |= contextmanager_wrappers(other)
+            if p != ix.path:
+                names |= _file_wrappers(ws, p)
     return names
 
 
@@ -377,31 +402,80 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
     return recs, entries
 
 
+@dataclass
+class _RemoteEntry:
+    """The hits that the capture regions of another file (one importing this one) produced in this file, and
+    what of this file they consulted; `text` is the importer's text they were computed from."""
+
+    text: str
+    recs: list[_Rec]
+    touched: list[tuple[int, int]]
+    watched: frozenset[str]
+
+
+def _remote_hits(ix: FileIndex, other: FileIndex, text: str, resolver: Resolver, config: ScanConfig,
+                 wrappers: set[str]) -> _RemoteEntry:
+    """The hits of `other`'s capture regions in `ix`'s file, recording what of that file they consulted."""
+    resolver.values.forget()  # the ranges an answer consulted are recorded when it is computed, not when re-used
+    mark = len(ix.touched)
+    watched_before = ix.watched
+    ix.watched = set()
+    recs = [_rec(h) for h in _hits_for(other, resolver, config, wrappers) if h.ix.path == ix.path]
+    entry = _RemoteEntry(text, recs, ix.touched[mark:], frozenset(ix.watched))
+    ix.watched = watched_before | ix.watched
+    return entry
+
+
+# per file: the text, wrappers and entry points `_may_capture` answered for, and its answer
+_PREFILTER: dict[str, tuple[str, frozenset[str], frozenset[str], bool]] = {}
+
+
+def _may_capture(path: str, text: str, wrappers: frozenset[str], entries: frozenset[str]) -> bool:
+    """`may_open` or `may_have_entries` of an importer's text, remembered while its text object is the same (the
+    importers of a file deep in the import graph are hundreds, searched on every keystroke otherwise)."""
+    hit = _PREFILTER.get(path)
+    if hit is not None and hit[0] is text and hit[1] == wrappers and hit[2] == entries:
+        return hit[3]
+    found = may_open(text, wrappers) or may_have_entries(text, entries)
+    if len(_PREFILTER) >= 50_000:
+        _PREFILTER.clear()
+    _PREFILTER[path] = (text, wrappers, entries, found)
+    return found
+
+
 def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | None, book: RuleBook,
                  cached: dict[tuple[str, int, int, int, int], _RegionEntry] | None,
-                 ) -> tuple[list[SourceFinding], list[_RegionEntry]]:
-    """`_analyse_index` for a Document: the same findings, with the per-region entries to re-use next time."""
+                 remote: dict[str, _RemoteEntry] | None = None,
+                 ) -> tuple[list[SourceFinding], list[_RegionEntry], dict[str, _RemoteEntry]]:
+    """`_analyse_index` for a Document: the same findings, with the per-region entries to re-use next time, and
+    the hits of the importers' regions per importer (`remote`: the ones still valid after the edits since)."""
     ws = workspace
     resolver = Resolver(ws.lookup_module if ws is not None else (lambda _m: None),
                         ws.imported_elsewhere if ws is not None else None,
                         ws.importers if ws is not None else None)
     wrappers = _wrapper_names(config, ws, ix)
     recs, entries = _region_hits(ix, resolver, config, wrappers, cached)
+    found: dict[str, _RemoteEntry] = {}
     if ws is not None:
         # the files that import this one, directly or through others (a capture in train.py reaches
         # layers.py through model.py)
         importers = ws.importers_closure(ix.path)
+        frozen = frozenset(wrappers)
         for p in ws.paths():
             if p == ix.path or p not in importers:
                 continue
             text = ws.text(p) or ""
-            if not (may_open(text, wrappers) or may_have_entries(text, config.capture_entry_points)):
+            if not _may_capture(p, text, frozen, config.capture_entry_points):
                 continue
-            other = ws.index(p)
-            if other is None:
-                continue
-            recs.extend(_rec(h) for h in _hits_for(other, resolver, config, wrappers) if h.ix.path == ix.path)
-    return _recs_to_findings(recs, book, config, ix.src, ix.path), entries
+            hit = remote.get(p) if remote is not None else None
+            if hit is None or hit.text is not text:
+                other = ws.index(p)
+                if other is None:
+                    continue
+                hit = _remote_hits(ix, other, text, resolver, config, wrappers)
+            found[p] = hit
+            recs.extend(hit.recs)
+    return _recs_to_findings(recs, book, config, ix.src, ix.path), entries, found
 
 
 def analyse_source(text: str, path: str, *, config: ScanConfig | None = None, workspace: Workspace | None = None,
@@ -492,9 +566,11 @@ class _RegionCache:
     key: tuple[object, ...]
     entries: dict[tuple[str, int, int, int, int], _RegionEntry]
     pending: list[_Pending] = field(default_factory=list)
+    remote: dict[str, _RemoteEntry] = field(default_factory=dict)  # by importer path
 
-    def current(self) -> dict[tuple[str, int, int, int, int], _RegionEntry]:
-        """The entries that survive the pending edits, moved to the current positions."""
+    def current(self, path: str) -> dict[tuple[str, int, int, int, int], _RegionEntry]:
+        """The entries (and remote entries) that survive the pending edits of file `path`, moved to the current
+        positions."""
         for p in self.pending:
             kept: dict[tuple[str, int, int, int, int], _RegionEntry] = {}
             for entry in self.entries.values():
@@ -504,6 +580,14 @@ class _RegionCache:
                 if moved is not None:
                     kept[moved.ident] = moved
             self.entries = kept
+            remote: dict[str, _RemoteEntry] = {}
+            for other, rentry in self.remote.items():
+                if _consulted(p.fn_start, p.fn_end, p.changed, rentry.touched, rentry.watched):
+                    continue
+                shifted = _shift_remote(rentry, path, p.s, p.t, p.delta, p.edit)
+                if shifted is not None:
+                    remote[other] = shifted
+            self.remote = remote
         self.pending.clear()
         return self.entries
 
@@ -619,9 +703,12 @@ class Document:
             self.last_reused_regions = len(self._regions.entries) if self._regions is not None else 0
             return list(self._cached.findings)
         self.last_was_incremental = False
-        cached = self._regions.current() if self._regions is not None and self._regions.key == key else None
+        cached = remote = None
+        if self._regions is not None and self._regions.key == key:
+            cached = self._regions.current(self.path)
+            remote = self._regions.remote
 
-        def run() -> tuple[FileIndex, list[SourceFinding], list[_RegionEntry]]:
+        def run() -> tuple[FileIndex, list[SourceFinding], list[_RegionEntry], dict[str, _RemoteEntry]]:
             if workspace is not None:
                 if workspace.source(self.path) is not self.src:
                     workspace.set_source(self.path, self.src)
@@ -631,16 +718,17 @@ class Document:
             ix = self.ix
             ix.touched.clear()
             ix.watched.clear()
-            return ix, *_analyse_doc(ix, config=cfg, workspace=workspace, book=book, cached=cached)
+            return ix, *_analyse_doc(ix, config=cfg, workspace=workspace, book=book, cached=cached, remote=remote)
 
-        ix, findings, entries = _settled(run)
+        ix, findings, entries, found = _settled(run)
         touched = list(ix.touched)
         watched = set(ix.watched)
-        for entry in entries:
-            touched.extend(entry.touched)
-            watched |= entry.watched
+        consulted: list[_RegionEntry | _RemoteEntry] = [*entries, *found.values()]
+        for c in consulted:  # a re-used entry consulted what this run did not record
+            touched.extend(c.touched)
+            watched |= c.watched
         self._cached = _Cached(key, findings, touched, frozenset(watched))
-        self._regions = _RegionCache(key, {en.ident: en for en in entries})
+        self._regions = _RegionCache(key, {en.ident: en for en in entries}, remote=found)
         self.last_reused_regions = sum(1 for en in entries if cached is not None and cached.get(en.ident) is en)
         self._facts = facts
         return list(findings)
@@ -694,6 +782,21 @@ def _shift_entry(entry: _RegionEntry, s: int, t: int, delta: int, e: TextEdit) -
     touched = [(x + delta if x >= t else x, y + delta if y >= t else y) for x, y in entry.touched
                if not (x < t and s < y)]
     return _RegionEntry((kind, a, b, c, d), owner, recs, touched, entry.watched)
+
+
+def _shift_remote(entry: _RemoteEntry, path: str, s: int, t: int, delta: int, e: TextEdit) -> _RemoteEntry | None:
+    """An importer's hits in file `path` after edit `e` of it (their capture sites, in the importer, stay)."""
+    try:
+        recs = [replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta),
+                        end_byte=_shift_byte(r.end_byte, s, t, delta), sl=sl, sc=sc, el=el, ec=ec,
+                        fixes=tuple(_shift_fix(x, e) for x in r.fixes), steps=_shift_steps(r.steps, path, e))
+                for r in entry.recs
+                for (sl, sc), (el, ec) in [(_shift_point(r.sl, r.sc, e), _shift_point(r.el, r.ec, e))]]
+    except ValueError:
+        return None
+    touched = [(x + delta if x >= t else x, y + delta if y >= t else y) for x, y in entry.touched
+               if not (x < t and s < y)]
+    return _RemoteEntry(entry.text, recs, touched, entry.watched)
 
 
 def _shift_point(line: int, col: int, e: TextEdit) -> tuple[int, int]:
