@@ -64,31 +64,24 @@ def _kept(ix: FileIndex, side: ReplaySide, alias: Node) -> bool:
         return True
     name = ix.text(left)
     reps = side.replays
-    lo, hi = owner.start_byte, owner.end_byte
-    mentions: list[Node] = []
-    for m in identifiers(ix, name, lo, hi):
-        d = def_of(m)
-        if m.id == left.id or d is None:
-            continue
-        if d.id != owner.id:
-            _assign, scope, _param = ix.lookup(name, m)
-            if scope is not None and scope.node.id == owner.id:
-                return True  # a nested function reads this very name (a closure, a global): not followed
-            continue  # a nested function's own variable of that name
-        mentions.append(m)
-    rebinds = [m.start_byte for m in mentions if _rebinds(m)]
+    uses = _uses(ix, owner, name)
+    if uses is None:
+        return True  # a nested function reads this very name (a closure, a global): not followed
+    reads, escapes, binds = uses
     loops = _loops(alias, owner)
+    own = left.start_byte
 
-    def clear(a: int, b: int) -> bool:  # no rebinding of the name in [a, b)
-        return not any(a <= r < b for r in rebinds)
+    def clear(a: int, b: int) -> bool:  # no rebinding of the name in [a, b) but the alias's own
+        i = bisect_left(binds, a, key=lambda m: m.start_byte)
+        while i < len(binds) and binds[i].start_byte < b:
+            if binds[i].start_byte != own:
+                return False
+            i += 1
+        return True
 
-    for m in mentions:
-        if _rebinds(m):
-            continue
-        if _escapes(ix, m):
-            if side.replay_follows(m):
-                return True
-            continue
+    if any(side.replay_follows(m) for m in escapes):
+        return True
+    for m in reads:
         at = m.start_byte
         if at > alias.end_byte and _replay_in(reps, alias.end_byte, at) and clear(alias.end_byte, at):
             return True  # a replay between the alias and the read, in document order
@@ -109,6 +102,35 @@ def _kept(ix: FileIndex, side: ReplaySide, alias: Node) -> bool:
             if at < alias.start_byte or _skippable(alias, loop):
                 return True  # (a read after an alias that every iteration runs sees that iteration's alias)
     return False
+
+
+def _uses(ix: FileIndex, owner: Node, name: str) -> tuple[list[Node], list[Node], list[Node]] | None:
+    """The mentions of `name` in scope `owner`: (reads, reads that keep the value, bindings), in document order,
+    or None when a nested function reads the scope's own variable; found once per file index, scope and name
+    (a module of many captures asks for the same names again and again)."""
+    ix.touched.append((owner.start_byte, owner.end_byte))
+    tables = [ix.scope_tables.setdefault((f"dpx302-{t}", owner.id), {}) for t in ("reads", "escapes", "binds")]
+    reads_t, escapes_t, binds_t = tables
+    if name not in reads_t:
+        reads: list[Node] = []
+        escapes: list[Node] = []
+        binds: list[Node] = []
+        closure = False
+        for m in identifiers(ix, name, owner.start_byte, owner.end_byte):
+            d = def_of(m)
+            if d is None:
+                continue
+            if d.id != owner.id:
+                _assign, scope, _param = ix.lookup(name, m)
+                closure = closure or (scope is not None and scope.node.id == owner.id)
+                continue  # else a nested function's own variable of that name
+            (binds if _rebinds(m) else escapes if _escapes(ix, m) else reads).append(m)
+        reads_t[name], escapes_t[name], binds_t[name] = reads, escapes, binds
+        if closure:
+            binds_t[name + " closure"] = []
+    if name + " closure" in binds_t:
+        return None
+    return reads_t[name], escapes_t[name], binds_t[name]
 
 
 def _skippable(node: Node, loop: Node) -> bool:

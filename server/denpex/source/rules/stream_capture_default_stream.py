@@ -74,11 +74,11 @@ def _stream_entered_before(ix: FileIndex, anchor: Node) -> bool:
         if p is not None and p.type == "with_statement" and _stream_context_value(ix, p):
             return True
         if p is not None and p.type in ("block", "module"):
-            s = n.prev_named_sibling
-            while s is not None:
-                if _sets_stream(ix, s):
-                    return True
-                s = s.prev_named_sibling
+            sets = ix.scope_tables.get(("dpx130-sets", p.id))
+            if sets is None:  # once per block: a module of many captures is not read again for each
+                sets = ix.scope_tables[("dpx130-sets", p.id)] = {"": [c for c in p.named_children if _sets_stream(ix, c)]}
+            if any(c.start_byte < n.start_byte for c in sets[""]):
+                return True
         n = p
     return False
 
