@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from bench.score_fresh_logs import Gold, judge, read_gold
 
-from denpex.logs.diagnose import diagnose_path
+from denpex.logs.diagnose_file import diagnose_path
 from tests.conftest import DATA
 
 FRESH = DATA / "fresh40"

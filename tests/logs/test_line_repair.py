@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from denpex.logs import truncated
-from denpex.logs.diagnose import diagnose_path, diagnose_stream, diagnose_text, matcher_for
+from denpex.logs.diagnose import diagnose_stream, diagnose_text, matcher_for
+from denpex.logs.diagnose_file import diagnose_path
 from denpex.logs.matcher import Hit
 from denpex.logs.truncated import MIN_BODY, MIN_CUT, literal_head, table_for
 from denpex.rulebook import load_rulebook

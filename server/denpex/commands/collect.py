@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # heavy imports here: `denpex --help` and other subcommands should not pay for them
     from denpex.logs.bundle import new_bundle_dir, write_bundle
-    from denpex.logs.diagnose import diagnose_path
+    from denpex.logs.diagnose_file import diagnose_path
 
     log = Path(args.log) if args.log else None
     if log is not None and not log.is_file():

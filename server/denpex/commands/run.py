@@ -81,7 +81,7 @@ def _pump(src: IO[bytes], dst: IO[bytes], log: IO[bytes], lock: threading.Lock) 
 def run(args: argparse.Namespace) -> int:
     # heavy imports here: `denpex --help` and other subcommands should not pay for them
     from denpex.logs.bundle import new_bundle_dir, write_bundle
-    from denpex.logs.diagnose import diagnose_path
+    from denpex.logs.diagnose_file import diagnose_path
     from denpex.logs.render import render_text
     from denpex.rulebook import load_rulebook
 

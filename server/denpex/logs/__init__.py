@@ -4,9 +4,9 @@ from denpex.logs.diagnose import (
     Diagnosis,
     Finding,
     Verdict,
-    diagnose_path,
     diagnose_stream,
     diagnose_text,
 )
+from denpex.logs.diagnose_file import diagnose_path
 
 __all__ = ["Diagnosis", "Finding", "Verdict", "diagnose_path", "diagnose_stream", "diagnose_text"]

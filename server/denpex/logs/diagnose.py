@@ -2,7 +2,7 @@
 
 Public API (the CLI and the language server call these):
     diagnose_text(text, book=None, context=100) -> Diagnosis
-    diagnose_path(path, book=None, context=100, progress=None) -> Diagnosis
+    diagnose_path(path, book=None, context=100, progress=None) -> Diagnosis   (diagnose_file.py)
     Diagnosis.to_json() -> dict in the stable `denpex.diagnosis/1` shape
 
 When no rule finds an initiating failure, `Diagnosis.first_error` holds the first error line found
@@ -16,12 +16,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import regex
 
-from denpex.errors import DenpexError
 from denpex.logs import events, frameworks, line_repair, phase
 from denpex.logs.attribution import Attribution, attribute, strip_prefixes
 from denpex.logs.matcher import Matcher, detect_frameworks
@@ -330,29 +328,6 @@ def diagnose_text(text: str, book: RuleBook | None = None, context: int = 100) -
     """Diagnose a string (an editor selection, a pasted traceback)."""
     data = text.encode("utf-8", errors="surrogatepass")
     return diagnose_stream(io.BytesIO(data), book, context, "<text>", head=data[:65536])
-
-
-def diagnose_path(
-    path: str | Path,
-    book: RuleBook | None = None,
-    context: int = 100,
-    progress: Callable[[int], None] | None = None,
-) -> Diagnosis:
-    """Diagnose one log file (or a bundle's output.log) as `denpex diagnose FILE` does: who wrote it comes
-    from its path as it would in its folder (torchrun --log-dir, Slurm per-task files, per-rank files),
-    and its first error line is looked for when no rule names an initiating failure."""
-    from denpex.logs.layout import source_of
-    from denpex.logs.summary import summarise
-
-    p = Path(path)
-    if p.is_dir():
-        bundle_log = p / "output.log"
-        if bundle_log.is_file():
-            p = bundle_log  # a bundle made by `denpex run` / `denpex collect`
-        else:
-            raise DenpexError(f"{path}: is a directory (give a log file, '-' for stdin, or a denpex bundle)")
-    src = source_of(p, str(path))
-    return summarise(src, book, context, progress=progress, first_error=True)[1]
 
 
 # --- the decision -----------------------------------------------------------------------------

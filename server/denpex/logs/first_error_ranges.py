@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from denpex.logs import scanner
 from denpex.logs.attribution import Attribution
+from denpex.logs.bounded import Bounded
 from denpex.logs.first_error import (
     MAX_BLOCK,
     MAX_COLLATERAL,
@@ -110,7 +111,6 @@ def plan(path: str, parts: int) -> list[tuple[int, int, int, bool]]:
 def scan_part(path: str, prev: int, start: int, end: int, last: bool, matcher: Matcher,
               base: Attribution | None, context: int) -> Part:
     """The pass over bytes [start, end) of a file, its window primed with bytes [prev, start)."""
-    from denpex.logs.summary import _Bounded
 
     c = _Collector(matcher, base, context)
     c.skip_from_first = start > 0  # one pass may reach this range with something open: see join()
@@ -120,7 +120,7 @@ def scan_part(path: str, prev: int, start: int, end: int, last: bool, matcher: M
             fh.seek(prev)
             window = Window()
             window.prime(fh.read(start - prev))
-        stream: Any = _Bounded(fh, start, end)
+        stream: Any = Bounded(fh, start, end)
         stats = drive(_WithEnd(stream) if last else stream, c, window)
     if last:
         c._settle(None)  # the end of the log: a record still waiting is the answer (as _Collector.result)

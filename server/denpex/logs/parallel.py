@@ -88,6 +88,10 @@ class ForkPool:
         """fn(*args) in a forked child: its (pickled) result from result(), or cancel() to stop it."""
         return self._fork(fn, args, str(args[0]) if args else fn.__name__, restore=False)
 
+    def first_error_range(self, *args: Any) -> _ForkResult:
+        """The first-error pass over one range (first_error_range_work's arguments), in a forked child."""
+        return self.call(first_error_range_work, *args)
+
     def _fork(self, fn: Callable[..., Any], args: tuple[Any, ...], what: str, restore: bool) -> _ForkResult:
         r, w = os.pipe()
         pid = os.fork()
@@ -165,6 +169,10 @@ class RangePool:
     def call(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         """fn(*args) in a worker (a function at the top of a module: it is pickled by name)."""
         return self.ex.submit(fn, *args)
+
+    def first_error_range(self, *args: Any) -> Future[Any]:
+        """The first-error pass over one range (first_error_range_work's arguments), in a worker."""
+        return self.call(first_error_range_work, *args)
 
 
 def summarise_big(src: LogSource, rule_dirs: list[str], context: int,

@@ -16,10 +16,11 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, BinaryIO, cast
+from typing import Any
 
 from denpex.errors import DenpexError
 from denpex.logs.attribution import Attribution
+from denpex.logs.bounded import Bounded
 from denpex.logs.diagnose import (
     Diagnosis,
     _Collector,
@@ -115,45 +116,6 @@ class FileCollector(_Collector):
                 self.writer_enqueued[w] = int(m2.group(1))
 
 
-class _Bounded(io.RawIOBase):
-    """Bytes [start, end) of a file, read through."""
-
-    def __init__(self, fh: BinaryIO, start: int, end: int) -> None:
-        fh.seek(start)
-        self.fh, self.left = fh, end - start
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        if whence != 1 or offset > 0:
-            raise OSError("a file range only seeks back from where it is")
-        self.fh.seek(offset, 1)
-        self.left -= offset
-        return self.fh.tell()
-
-    def readinto(self, b: Any) -> int:
-        if self.left <= 0:
-            return 0
-        view = memoryview(b)
-        if len(view) > self.left:
-            view = view[: self.left]
-        n = cast(Any, self.fh).readinto(view) or 0
-        self.left -= n
-        return n
-
-    def read(self, n: int = -1) -> bytes:
-        if self.left <= 0:
-            return b""
-        n = self.left if n < 0 else min(n, self.left)
-        data = self.fh.read(n)
-        self.left -= len(data)
-        return data
-
-
 def base_attribution(src: LogSource) -> Attribution | None:
     if src.rank is None and src.local_rank is None and src.node is None:
         return None
@@ -202,7 +164,7 @@ def scan_range(path: str, start: int, end: int, book: RuleBook | None, context: 
                 prime = prime[prime.find(b"\n") + 1:]
             window.prime(prime)
         try:
-            ranged: Any = _Bounded(fh, start, end)  # a BinaryIO in all the scanner uses
+            ranged: Any = Bounded(fh, start, end)  # a BinaryIO in all the scanner uses
             for _lh in iter_line_hits(ranged, matcher, stats, c.on_hit, None, window):
                 pass
         except OSError as exc:
@@ -367,7 +329,7 @@ def summarise(src: LogSource, book: RuleBook | None = None, context: int = 100,
     c.line_ranks.update(int(r) for r in _RANK_PREFIX.findall(head[:8192]))
     d = diagnose_collector(c, context, src.display, head)
     if first_error and needs_first_error(d):
-        if data is None and ranges > 1 and callable(getattr(pool, "call", None)):
+        if data is None and ranges > 1 and callable(getattr(pool, "first_error_range", None)):
             _read_first_error_ranges(src, d, matcher_for(book), base, pool, ranges)
         else:
             _read_first_error(src, d, matcher_for(book), base, data)
@@ -380,10 +342,9 @@ def _read_first_error_ranges(src: LogSource, d: Diagnosis, matcher: Matcher, bas
     """The first-error pass of a big file over its ranges, the first here and the rest in the pool's
     workers (first_error_ranges: the answer of one pass)."""
     from denpex.logs.first_error_ranges import scan_ranges
-    from denpex.logs.parallel import first_error_range_work
 
     def call(prev: int, start: int, end: int, last: bool) -> Any:
-        return pool.call(first_error_range_work, src.path, prev, start, end, last, base, d.context_n)
+        return pool.first_error_range(src.path, prev, start, end, last, base, d.context_n)
 
     try:
         set_first_error(d, scan_ranges(src.path, matcher, base, d.context_n, ranges, call))
