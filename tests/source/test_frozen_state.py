@@ -576,3 +576,70 @@ def test_frozen_branch_on_a_global_a_plain_function_sets_warns() -> None:
     text = SCOPED.replace("        def __enter__(self):", "        def enter(self):")
     assert text != SCOPED
     assert _rule(text, "replay-frozen-branch") == [(_line(text, "# BRANCH"), "warning")]
+
+
+GRAPHED = """
+    import torch
+
+    class Block(torch.nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+            self.cfg = cfg
+
+        def forward(self, x):
+            h = self.lin(x)
+            if self.cfg.residual:  # BRANCH
+                h = h + x
+            return h
+
+    class Cfg:
+        residual = True
+
+    cfg = Cfg()
+    block = Block(cfg).cuda()
+    x = torch.randn(4, 8, device="cuda", requires_grad=True)
+    graphed = torch.cuda.make_graphed_callables(block, (x,))
+    for step in range(10):
+        cfg.residual = step < 5  # WRITE
+        y = graphed(x)
+        y.sum().backward()
+"""
+
+
+def test_frozen_branch_on_a_config_attribute_changed_after_make_graphed_callables() -> None:
+    assert _rule(GRAPHED, "replay-frozen-branch") == [(_line(GRAPHED, "# BRANCH"), "error")]
+
+
+def test_frozen_branch_not_for_torch_compile_which_guards_python_values() -> None:
+    compiled = GRAPHED.replace("graphed = torch.cuda.make_graphed_callables(block, (x,))",
+                               'graphed = torch.compile(block, mode="reduce-overhead")')
+    assert compiled != GRAPHED
+    assert _rule(compiled, "replay-frozen-branch") == []
+
+
+PARAM = """
+    import torch
+
+    def step(x, double):
+        if double:  # BRANCH
+            return x * 2
+        return x
+
+    def main(xs):
+        static_x = torch.zeros(4, device="cuda")
+        double = True
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = step(static_x, double)
+        for i, x in enumerate(xs):
+            double = i < 3  # WRITE
+            static_x.copy_(x)
+            g.replay()
+"""
+
+
+def test_frozen_branch_on_a_parameter_bound_to_a_name_the_replay_loop_rebinds() -> None:
+    assert _rule(PARAM, "replay-frozen-branch") == [(_line(PARAM, "# BRANCH"), "error")]
+    fixed_for_run = PARAM.replace("            double = i < 3  # WRITE\n", "")
+    assert _rule(fixed_for_run, "replay-frozen-branch") == []

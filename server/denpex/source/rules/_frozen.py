@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tree_sitter import Node
 
+from denpex.source.capture.regions import CaptureRegion
 from denpex.source.resolve.callgraph import Resolver
 from denpex.source.resolve.index import FileIndex
 from denpex.source.resolve.workspace import Workspace
@@ -96,6 +97,31 @@ def replayers(resolver: Resolver, *local: FileIndex) -> set[str]:
     out: set[str] = set()
     for ix in files_with(resolver, r"\.replay\(", *local):
         out |= _function_names(ix, (), "replay")
+    return out
+
+
+def graphed_names(region: CaptureRegion) -> set[str]:
+    """What a graphed callable is bound to (`graphed = make_graphed_callables(block, ...)`, `model.block = ...`):
+    a call of it replays. Empty for other captures."""
+    if region.kind != "graphed_callables":
+        return set()
+    ix = region.ix
+    st = region.anchor
+    a = st.named_children[0] if st.type == "expression_statement" and st.named_child_count else st
+    left = a.child_by_field_name("left") if a.type == "assignment" else None
+    out: set[str] = set()
+    targets = [left] if left is not None and left.type != "pattern_list" else (
+        left.named_children if left is not None else [])
+    for t in targets:
+        if t.type == "identifier":
+            out.add(ix.text(t))
+        elif t.type == "attribute":
+            attr = t.child_by_field_name("attribute")
+            obj = t.child_by_field_name("object")
+            if attr is not None:
+                out.add(ix.text(attr))
+            if obj is not None and obj.type == "identifier":
+                out.add(ix.text(obj))  # model.block = graphed: calling model runs it
     return out
 
 
@@ -188,9 +214,11 @@ class Write:
     self_write: bool  # `self.<attr> = ...`
 
 
-def attribute_writes(resolver: Resolver, attr: str, *local: FileIndex) -> list[Write]:
-    """Assignments `<x>.<attr> = <python value>` across the workspace, outside constructors."""
-    rep = replayers(resolver, *local)
+def attribute_writes(resolver: Resolver, attr: str, *local: FileIndex, also: frozenset[str] = frozenset()
+                     ) -> list[Write]:
+    """Assignments `<x>.<attr> = <python value>` across the workspace, outside constructors (`also`: more names
+    whose calls replay, a graphed callable's)."""
+    rep = replayers(resolver, *local) | also
     cap = capturers(resolver, *local)
     out: list[Write] = []
     for ix in files_with(resolver, rf"\.{re.escape(attr)}\s*(?:[-+*/|&]|//)?=(?!=)", *local):
@@ -210,10 +238,11 @@ def attribute_writes(resolver: Resolver, attr: str, *local: FileIndex) -> list[W
     return out
 
 
-def name_writes(resolver: Resolver, ix: FileIndex, name: str, owner: Node) -> list[Write]:
+def name_writes(resolver: Resolver, ix: FileIndex, name: str, owner: Node, also: frozenset[str] = frozenset()
+                ) -> list[Write]:
     """Rebindings of `name` in scope `owner` (module or function) of `ix`, and, for a module-level name, in the
     functions of the file that declare it `global`."""
-    rep = replayers(resolver, ix)
+    rep = replayers(resolver, ix) | also
     cap = capturers(resolver, ix)
     caps = run_query(_NAME_WRITES, ix.src.root)
     out: list[Write] = []
@@ -231,9 +260,10 @@ def name_writes(resolver: Resolver, ix: FileIndex, name: str, owner: Node) -> li
     return out
 
 
-def method_calls(resolver: Resolver, method: str, *local: FileIndex) -> tuple[list[Write], int]:
+def method_calls(resolver: Resolver, method: str, *local: FileIndex, also: frozenset[str] = frozenset()
+                 ) -> tuple[list[Write], int]:
     """The calls `<x>.<method>(...)` across the workspace (as writes: in a replay loop or not), and how many."""
-    rep = replayers(resolver, *local)
+    rep = replayers(resolver, *local) | also
     cap = capturers(resolver, *local)
     out: list[Write] = []
     for ix in files_with(resolver, rf"\.{re.escape(method)}\s*\(", *local):

@@ -12,7 +12,14 @@ from tree_sitter import Node
 
 from denpex.source.resolve.callgraph import Binding
 from denpex.source.rules._api import Frame, Hazard, SourceRule, Walk
-from denpex.source.rules._frozen import Write, attribute_writes, method_calls, name_writes, where
+from denpex.source.rules._frozen import (
+    Write,
+    attribute_writes,
+    graphed_names,
+    method_calls,
+    name_writes,
+    where,
+)
 from denpex.source.syntax.parse import strip_parens
 
 _HAZARD = "frozen-branch"
@@ -37,12 +44,15 @@ def _subject(c: Node) -> Node | None:
 
 
 def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary: Node | None) -> None:
+    if w.region.kind in ("compile", "entry"):
+        return  # torch.compile guards the Python values it reads and recompiles when they change
     ix = frame.ix
     subj = _subject(cond)
     if subj is None or w.tensorish(subj, frame):
         return  # a tensor condition is capture-implicit-bool's
     writes: list[Write]
     label = ix.text(subj)
+    graphed = frozenset(graphed_names(w.region))  # calls of a graphed callable replay its graphs
     if subj.type == "attribute":
         if "(" in label:
             return
@@ -50,7 +60,7 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
         if a is None:
             return
         attr = ix.text(a)
-        writes = attribute_writes(w.resolver, attr, ix, w.region.ix)
+        writes = attribute_writes(w.resolver, attr, ix, w.region.ix, also=graphed)
         own = frame.func.node if frame.func is not None else None
         # a write inside the captured function itself is Python run at capture (replay-python-side-effects)
         writes = [x for x in writes if own is None or not (x.ix is ix and own.start_byte <= x.node.start_byte
@@ -60,7 +70,7 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
         maybe = [x for x in writes if not x.in_replay_loop and x.self_write and cls is not None and
                  x.ix is ix and _class_of(x) == cls]
     else:
-        found = _name_writes(w, subj, frame)
+        found = _name_writes(w, subj, frame, graphed)
         if found is None:
             return
         label, writes = found
@@ -78,7 +88,7 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
         if x.method is not None and x.self_write:
             # the setter's calls decide: one in a replay loop shows the change, calls only outside say it is set
             # for the run; a setter never called in the project may be called by its users
-            calls, n = method_calls(w.resolver, x.method, ix, w.region.ix)
+            calls, n = method_calls(w.resolver, x.method, ix, w.region.ix, also=graphed)
             looped = [c for c in calls if c.in_replay_loop]
             if looped:
                 c = looped[0]
@@ -118,7 +128,7 @@ def _is_global_write(x: Write) -> bool:
     return fn is not None and left is not None and x.ix.text(left) in x.ix.scope(fn.node).globals
 
 
-def _name_writes(w: Walk, ident: Node, frame: Frame) -> tuple[str, list[Write]] | None:
+def _name_writes(w: Walk, ident: Node, frame: Frame, graphed: frozenset[str]) -> tuple[str, list[Write]] | None:
     """A condition on a name: a parameter (followed to the caller's argument), a name of the capture's own scope,
     or a module global read by captured code."""
     ix, env, node = frame.ix, frame.env, ident
@@ -137,7 +147,7 @@ def _name_writes(w: Walk, ident: Node, frame: Frame) -> tuple[str, list[Write]] 
     owner = scope.node
     if owner.type == "function_definition" and ix is not w.region.ix:
         return None
-    return name, name_writes(w.resolver, ix, name, owner)
+    return name, name_writes(w.resolver, ix, name, owner, graphed)
 
 
 RULE = SourceRule(
