@@ -8,6 +8,7 @@ again (then each value gets its own capture and nothing is frozen)."""
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,23 @@ _VALUE_RHS = frozenset({"true", "false", "integer", "float", "string", "none", "
                         "unary_operator", "conditional_expression", "subscript"})
 _VALUE_CALLS = frozenset({"bool", "int", "float", "str", "len", "min", "max", "round"})
 _CAPTURE_WORDS = (b"torch.cuda.graph(", b".capture_begin(", b"make_graphed_callables(", b"cuda.graph(")
-_CACHE: dict[tuple[int, int, str], object] = {}
+# (id of the workspace, its generation, question) -> (the workspace, weakly, and the answer): a workspace freed
+# and another made at the same address must not read the first one's answers
+_CACHE: dict[tuple[int, int, str], tuple[weakref.ref[Workspace], object]] = {}
+
+
+def _remember(ws: Workspace, key: tuple[int, int, str], value: object) -> None:
+    """Keep an answer for this workspace generation (bounded: a long editor session keeps asking)."""
+    if len(_CACHE) > 512:
+        _CACHE.clear()
+    _CACHE[key] = (weakref.ref(ws), value)
+
+
+def _recall(ws: Workspace | None, key: tuple[int, int, str] | None) -> object:
+    if ws is None or key is None:
+        return None
+    hit = _CACHE.get(key)
+    return hit[1] if hit is not None and hit[0]() is ws else None
 
 
 def workspace_of(resolver: Resolver) -> Workspace | None:
@@ -61,7 +78,7 @@ def files_with(resolver: Resolver, pattern: str, *local: FileIndex) -> list[File
                 seen.setdefault(ix.path, ix)
         return list(seen.values())
     key = (id(ws), ws.generation, "files:" + pattern)
-    hit = _CACHE.get(key)
+    hit = _recall(ws, key)
     if isinstance(hit, list):
         return hit
     out: list[FileIndex] = []
@@ -71,9 +88,7 @@ def files_with(resolver: Resolver, pattern: str, *local: FileIndex) -> list[File
             fx = ws.index(p)
             if fx is not None:
                 out.append(fx)
-    _CACHE[key] = out
-    if len(_CACHE) > 512:
-        _CACHE.clear()
+    _remember(ws, key, out)
     return out
 
 
@@ -94,9 +109,16 @@ def _function_names(ix: FileIndex, words: tuple[bytes, ...], method: str | None)
 
 def replayers(resolver: Resolver, *local: FileIndex) -> set[str]:
     """Functions of the workspace whose body replays a graph (`x.replay()`), by name."""
+    ws = workspace_of(resolver)
+    key = (id(ws), ws.generation, "replayers") if ws is not None else None
+    hit = _recall(ws, key)
+    if isinstance(hit, set):
+        return hit
     out: set[str] = set()
     for ix in files_with(resolver, r"\.replay\(", *local):
         out |= _function_names(ix, (), "replay")
+    if ws is not None and key is not None:
+        _remember(ws, key, out)
     return out
 
 
@@ -131,9 +153,17 @@ def local_replayers(ix: FileIndex) -> set[str]:
 
 
 def capturers(resolver: Resolver, *local: FileIndex) -> set[str]:
+    """Functions of the workspace whose body opens a capture, by name."""
+    ws = workspace_of(resolver)
+    key = (id(ws), ws.generation, "capturers") if ws is not None else None
+    hit = _recall(ws, key)
+    if isinstance(hit, set):
+        return hit
     out: set[str] = set()
     for ix in files_with(resolver, r"cuda\.graph\(|capture_begin\(|make_graphed_callables\(", *local):
         out |= _function_names(ix, _CAPTURE_WORDS, None)
+    if ws is not None and key is not None:
+        _remember(ws, key, out)
     return out
 
 
@@ -218,9 +248,16 @@ def attribute_writes(resolver: Resolver, attr: str, *local: FileIndex, also: fro
                      ) -> list[Write]:
     """Assignments `<x>.<attr> = <python value>` across the workspace, outside constructors (`also`: more names
     whose calls replay, a graphed callable's)."""
+    ws = workspace_of(resolver)
+    key = (id(ws), ws.generation, f"writes:{attr}:{sorted(also)}") if ws is not None else None
+    hit = _recall(ws, key)
+    if isinstance(hit, list):
+        return hit  # asked once per attribute: every condition on it reads the same writes
     rep = replayers(resolver, *local) | also
     cap = capturers(resolver, *local)
     out: list[Write] = []
+    if ws is not None and key is not None:
+        _remember(ws, key, out)
     for ix in files_with(resolver, rf"\.{re.escape(attr)}\s*(?:[-+*/|&]|//)?=(?!=)", *local):
         caps = run_query(_WRITES, ix.src.root)
         for w, a in zip(caps.get("w", []), caps.get("attr", []), strict=False):
