@@ -643,3 +643,35 @@ def test_frozen_branch_on_a_parameter_bound_to_a_name_the_replay_loop_rebinds() 
     assert _rule(PARAM, "replay-frozen-branch") == [(_line(PARAM, "# BRANCH"), "error")]
     fixed_for_run = PARAM.replace("            double = i < 3  # WRITE\n", "")
     assert _rule(fixed_for_run, "replay-frozen-branch") == []
+
+
+AFTER = """
+    import torch
+
+    lin = torch.nn.Linear(64, 64).cuda()
+    x = torch.randn(32, 64, device="cuda")
+    freeze = False
+
+    def step():
+        if freeze:  # BRANCH
+            return (lin(x).detach() * 0).sum()
+        return lin(x).sum()
+
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = step()
+    freeze = True  # WRITE
+    g.replay()
+"""
+
+
+def test_frozen_branch_on_a_global_rebound_after_the_capture_before_its_replay() -> None:
+    assert _rule(AFTER, "replay-frozen-branch") == [(_line(AFTER, "# BRANCH"), "error")]
+    msg = next(f.message for f in _found(AFTER) if f.rule == "replay-frozen-branch")
+    assert f"case.py:{_line(AFTER, '# WRITE') + 1} changes it after the capture, before a replay" in msg
+
+
+def test_frozen_branch_rebound_after_the_last_replay_is_clean() -> None:
+    late = AFTER.replace("    freeze = True  # WRITE\n    g.replay()\n", "    g.replay()\n    freeze = True\n")
+    assert late != AFTER
+    assert _rule(late, "replay-frozen-branch") == []

@@ -66,7 +66,7 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
         writes = [x for x in writes if own is None or not (x.ix is ix and own.start_byte <= x.node.start_byte
                                                            < own.end_byte)]
         cls = frame.func.class_name if frame.func is not None else None
-        shown = [x for x in writes if x.in_replay_loop]
+        shown = [x for x in writes if x.in_replay_loop or _before_a_replay(w, x)]
         maybe = [x for x in writes if not x.in_replay_loop and x.self_write and cls is not None and
                  x.ix is ix and _class_of(x) == cls]
     else:
@@ -74,15 +74,16 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
         if found is None:
             return
         label, writes = found
-        shown = [x for x in writes if x.in_replay_loop]
+        shown = [x for x in writes if x.in_replay_loop or _before_a_replay(w, x)]
         maybe = [x for x in writes if not x.in_replay_loop and x.method is not None and x.ix is ix and
                  _is_global_write(x)]
     maybe = [x for x in maybe if not _scoped(x)]
     if shown:
         x = shown[0]
+        when = "between replays" if x.in_replay_loop else "after the capture, before a replay"
         w.report(_HAZARD, subj, frame, message=(
             f"`{label}` decides this branch when the graph is captured; {where(x.ix, x.node)} changes it "
-            "between replays, and every replay keeps the branch taken at capture (silently wrong)"))
+            f"{when}, and every replay keeps the branch taken at capture (silently wrong)"))
     elif maybe:
         x = maybe[0]
         if x.method is not None and x.self_write:
@@ -103,6 +104,21 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
             f"`{label}` decides this branch when the graph is captured; {x.method}() sets it at "
             f"{where(x.ix, x.node)}: if that runs between replays, they keep the branch taken at capture "
             "(may be silently wrong)"))
+
+
+def _before_a_replay(w: Walk, x: Write) -> bool:
+    """`x` is in the capture's own scope, after the capture, and a replay of its graph follows it there
+    (`freeze = True` then `g.replay()`)."""
+    region = w.region
+    g = region.graph_name
+    if g is None or x.ix is not region.ix or x.node.start_byte < region.end_byte:
+        return False
+    ix = region.ix
+    scope = ix.scope_of(region.anchor).node
+    if ix.scope_of(x.node).node.id != scope.id:
+        return False
+    tail = ix.src.data[x.node.end_byte:scope.end_byte].replace(b" ", b"")
+    return f"{g}.replay(".encode() in tail
 
 
 _SCOPED = frozenset({"__enter__", "__exit__", "__aenter__", "__aexit__"})
