@@ -87,12 +87,17 @@ def _rebinds(ix: FileIndex, stmt: Node, outs: set[str]) -> bool:
     return False
 
 
-def _read(ix: FileIndex, stmt: Node, outs: set[str], replays_graph: bool) -> Node | None:
-    """The use of an output's value in `stmt`, if any."""
+def _returned(ix: FileIndex, stmt: Node, outs: set[str], replays_graph: bool) -> Node | None:
+    """An output handed back by `return` from a function that replays the graph on its other path."""
     if stmt.type == "return_statement" and replays_graph:
         for n in walk(stmt):
             if n.type in ("identifier", "attribute") and ix.text(n) in outs:
                 return n
+    return None
+
+
+def _read(ix: FileIndex, stmt: Node, outs: set[str]) -> Node | None:
+    """The use of an output's value in `stmt`, if any."""
     for n in walk(stmt):
         if n.type not in ("identifier", "attribute") or ix.text(n) not in outs:
             continue
@@ -124,7 +129,8 @@ def _scan_path(scan: RegionScan, ix: FileIndex, start: Node, outs: set[str], gra
     for st in _next_stmts(start):
         if _replays(ix, st, rep):
             return
-        hit = _read(ix, st, outs, replays_graph)
+        ret = _returned(ix, st, outs, replays_graph)
+        hit = ret if ret is not None else _read(ix, st, outs)
         if hit is not None:
             region = scan.region
             fixes: list[Fix] = []
@@ -134,10 +140,15 @@ def _scan_path(scan: RegionScan, ix: FileIndex, start: Node, outs: set[str], gra
                            [F.insert_at(st.start_point[0], col, f"{fix_graph}.replay()\n{' ' * col}")])
                 if fx is not None:
                     fixes.append(fx)
-            scan.sink(Hit(_HAZARD, ix, hit, region, (), fixes, None, (
-                f"`{ix.text(hit)}` is a static output of the graph captured at line {region.line + 1}; no replay "
-                "has run since the capture, which records kernels without running them, so it holds garbage "
-                "(silently wrong)")))
+            what = (f"`{ix.text(hit)}` is a static output of the graph captured at line {region.line + 1}; no replay "
+                    "has run since the capture, which records kernels without running them, so it holds garbage")
+            if ret is not None:
+                # whether the caller uses it is not shown here: a capture-phase dummy run discards it
+                scan.sink(Hit(_HAZARD, ix, hit, region, (), fixes, "warning", (
+                    f"{what}, and it is returned as this call's result (silently wrong unless the caller discards "
+                    "the result of the capturing call)")))
+            else:
+                scan.sink(Hit(_HAZARD, ix, hit, region, (), fixes, None, f"{what} (silently wrong)"))
             return
         if _rebinds(ix, st, outs):
             return

@@ -26,6 +26,7 @@ _HAZARD = "returned-host-value"
 _HOST_CALLS = frozenset({"int", "float", "bool", "len", "round", "str"})
 _LITERALS = frozenset({"integer", "float", "true", "false"})
 _MAX_DECORATED = 16
+_MAX_CALLER_FILES = 12  # a name called from more files is a common one: its callers are not read
 
 
 def _captured_calls(ix: FileIndex, stmts: list[Node]) -> list[Node]:
@@ -98,11 +99,14 @@ def _host_element(scan: RegionScan, ix: FileIndex, fn: FuncInfo, e: Node, depth:
             return True  # n = int(lengths.sum())
         k = ix.kind(e)
         return k.cat in ("scalar", "bool") and not k.tensor
-    if depth > 2 or name not in fn.params:
-        return False
+    if depth > 2 or name not in fn.params or fn.class_name is not None:
+        return False  # a method's callers (forward, __call__, ...) are too many to read: not followed
     # a parameter: what the function's callers in the workspace pass for it
-    pos = fn.params.index(name) - (1 if fn.params[:1] in (["self"], ["cls"]) else 0)
-    for cx in files_with(scan.resolver, rf"\b{re.escape(fn.name)}\s*\(", ix):
+    pos = fn.params.index(name)
+    callers = files_with(scan.resolver, rf"\b{re.escape(fn.name)}\s*\(", ix)
+    if len(callers) > _MAX_CALLER_FILES:
+        return False
+    for cx in callers:
         for c in run_query("(call function: [(identifier) @f (attribute attribute: (identifier) @f)]) @c",
                            cx.src.root).get("c", []):
             fnode = c.child_by_field_name("function")
