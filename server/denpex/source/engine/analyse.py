@@ -678,17 +678,14 @@ class Document:
         old_text = src.data[s:t].decode("utf-8", "surrogatepass")
         if any(w in old_text or w in e.new_text for w in _LOCAL_EDIT_BLOCKERS):
             return None
-        node = src.root.descendant_for_byte_range(s, max(s, t))
-        while node is not None:
-            if node.type == "function_definition":
-                # inside the body, or in the comments between the header's colon and the body
-                colon = next((c for c in node.children if c.type == ":"), None)
-                body = node.child_by_field_name("body")
-                if colon is not None and body is not None and colon.end_byte <= s and t <= body.end_byte:
-                    return node
-                return None
-            node = node.parent
-        return None
+        found = _function_holding(src, src.root.descendant_for_byte_range(s, max(s, t)), s, t, None)
+        if found is None and not old_text.strip(" \t") and not e.new_text.strip(" \t") and "\n" not in e.new_text:
+            k = s  # blanks typed or deleted after a line's last token: the function that token ends
+            while k > 0 and src.data[k - 1:k] in (b" ", b"\t"):
+                k -= 1
+            if k > 0 and src.data[k - 1:k] != b"\n":
+                found = _function_holding(src, src.root.descendant_for_byte_range(k - 1, k), s, t, k)
+        return found
 
     def analyse(self, config: ScanConfig | None = None, workspace: Workspace | None = None,
                 rulebook: RuleBook | None = None) -> list[SourceFinding]:
@@ -734,17 +731,48 @@ class Document:
         return list(findings)
 
 
+def _function_holding(src: ParsedSource, node: Node | None, s: int, t: int, tail: int | None) -> Node | None:
+    """The innermost function above `node` when edit [s, t) lies in its body (or in the comments between the
+    header's colon and the body); with `tail`, when the body ends at byte `tail` and the edit only changes blanks
+    after it on that line (see _trailing_blank)."""
+    while node is not None:
+        if node.type == "function_definition":
+            colon = next((c for c in node.children if c.type == ":"), None)
+            body = node.child_by_field_name("body")
+            if colon is not None and body is not None and colon.end_byte <= s and t <= body.end_byte:
+                return node
+            if tail is not None and body is not None and body.end_byte == tail and _trailing_blank(
+                    src.data, tail, s, t):
+                return node
+            return None
+        node = node.parent
+    return None
+
+
+def _trailing_blank(data: bytes, end: int, s: int, t: int) -> bool:
+    """Bytes [s, t) lie in the blanks after byte `end`, on the same line."""
+    if s < end:
+        return False
+    line_end = data.find(b"\n", end)
+    line_end = len(data) if line_end < 0 else line_end
+    return t <= line_end and not data[end:t].strip(b" \t")
+
+
 def _same_function(fn: Node, new: ParsedSource, e: TextEdit, delta: int) -> bool:
     """`fn` (of the tree before edit `e`) has no syntax error, and the new tree has it at the same place with no
     syntax error either: the edit changed nothing outside its body (error recovery can regroup code otherwise)."""
     if fn.has_error:
         return False
     s = new.byte_offset(e.start_line, e.start_col)
-    node: Node | None = new.root.descendant_for_byte_range(s, s + len(e.new_text.encode("utf-8", "surrogatepass")))
+    # blanks typed or deleted after the body's last token (_trailing_blank): the function is found from its start
+    tail = s >= fn.end_byte and not e.new_text.strip(" \t")
+    a, b = (fn.start_byte, fn.start_byte) if tail else (s, s + len(e.new_text.encode("utf-8", "surrogatepass")))
+    node: Node | None = new.root.descendant_for_byte_range(a, b)
     while node is not None and node.type != "function_definition":
         node = node.parent
-    return (node is not None and not node.has_error and node.start_byte == fn.start_byte
-            and node.end_byte == fn.end_byte + delta)
+    if node is None or node.has_error or node.start_byte != fn.start_byte:
+        return False
+    return node.end_byte == fn.end_byte + delta or (tail and node.end_byte == fn.end_byte)
 
 
 def _consulted(a0: int, b0: int, changed: str, touched: list[tuple[int, int]], watched: frozenset[str]) -> bool:
