@@ -147,9 +147,18 @@ def graphed_names(region: CaptureRegion) -> set[str]:
     return out
 
 
+# per file index and tree epoch: asked once per capture region, and a file can hold hundreds of them
+_LOCAL_REPLAYERS: weakref.WeakKeyDictionary[FileIndex, tuple[int, frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
 def local_replayers(ix: FileIndex) -> set[str]:
     """Functions of one file whose body replays a graph (a name of another file may be any other function)."""
-    return _function_names(ix, (), "replay") if ".replay(" in ix.src.text.replace(" ", "") else set()
+    known = _LOCAL_REPLAYERS.get(ix)
+    if known is not None and known[0] == ix.src.epoch:
+        return set(known[1])
+    found = _function_names(ix, (), "replay") if ".replay(" in ix.src.text.replace(" ", "") else set()
+    _LOCAL_REPLAYERS[ix] = (ix.src.epoch, frozenset(found))
+    return found
 
 
 def capturers(resolver: Resolver, *local: FileIndex) -> set[str]:

@@ -10,6 +10,9 @@ output's value is reported: returned from a function that replays the same graph
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterator
+
 from tree_sitter import Node
 
 from denpex.source.capture.regions import CaptureRegion
@@ -46,15 +49,15 @@ def _outputs(ix: FileIndex, region: CaptureRegion) -> set[str]:
     return out
 
 
-def _next_stmts(stmt: Node) -> list[Node]:
+def _next_stmts(stmt: Node) -> Iterator[Node]:
     """The statements that run after `stmt` in its function, on the straight path: its later siblings, then
-    those of the enclosing statements (not past a loop, whose next pass may replay first)."""
-    out: list[Node] = []
+    those of the enclosing statements (not past a loop, whose next pass may replay first). Lazily: the path is
+    read only up to its first replay, not to the end of a module of many captures."""
     cur: Node | None = stmt
     while cur is not None:
         s = cur.next_named_sibling
         while s is not None:
-            out.append(s)
+            yield s
             s = s.next_named_sibling
         block = cur.parent
         owner = block.parent if block is not None else None
@@ -67,16 +70,42 @@ def _next_stmts(stmt: Node) -> list[Node]:
         if owner is None:
             break
         cur = owner
+
+
+_CALLED = "(call function: [(identifier) @n (attribute attribute: (identifier) @n)]) @c"
+# the names called in a scope, once per file index and scope: asked for the scope of every capture, which in a
+# module of many captures is the same module root each time
+# (keyed by the tree's epoch too: a lazily parsed file's tree grows, and node ids are not kept across trees)
+_SCOPE_CALLS: weakref.WeakKeyDictionary[FileIndex, dict[tuple[int, int], frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def _called(ix: FileIndex, node: Node) -> frozenset[str]:
+    return frozenset(ix.text(c) for c in run_query(_CALLED, node).get("n", []))
+
+
+def _replays(ix: FileIndex, stmt: Node, names: set[str], whole_scope: bool = False) -> bool:
+    if whole_scope:
+        per_file = _SCOPE_CALLS.setdefault(ix, {})
+        key = (ix.src.epoch, stmt.id)
+        called = per_file.get(key)
+        if called is None:
+            called = per_file[key] = _called(ix, stmt)
+    else:  # one statement of the path: walked, no query per statement per capture
+        called = frozenset(_call_names(ix, stmt))
+    return "replay" in called or not called.isdisjoint(names)
+
+
+def _call_names(ix: FileIndex, stmt: Node) -> list[str]:
+    out: list[str] = []
+    for n in walk(stmt):
+        if n.type != "call":
+            continue
+        f = n.child_by_field_name("function")
+        if f is not None and f.type == "attribute":
+            f = f.child_by_field_name("attribute")
+        if f is not None and f.type == "identifier":
+            out.append(ix.text(f))
     return out
-
-
-def _replays(ix: FileIndex, stmt: Node, names: set[str]) -> bool:
-    for c in run_query("(call function: [(identifier) @n (attribute attribute: (identifier) @n)]) @c",
-                       stmt).get("n", []):
-        t = ix.text(c)
-        if t == "replay" or t in names:
-            return True
-    return False
 
 
 def _rebinds(ix: FileIndex, stmt: Node, outs: set[str]) -> bool:
@@ -125,7 +154,7 @@ def _scan_path(scan: RegionScan, ix: FileIndex, start: Node, outs: set[str], gra
     fn = ix.enclosing_function(start)
     scope = fn.node if fn is not None else ix.src.root
     # a function that also replays: what it returns is the result of a run, not a buffer handed to a caller
-    replays_graph = _replays(ix, scope, rep - ({fn.name} if fn is not None else set()))
+    replays_graph = _replays(ix, scope, rep - ({fn.name} if fn is not None else set()), whole_scope=True)
     for st in _next_stmts(start):
         if _replays(ix, st, rep):
             return
