@@ -14,7 +14,8 @@ from denpex.source.resolve.workspace import Workspace
 
 
 def _found(text: str, path: str = "case.py") -> list[SourceFinding]:
-    return analyse_source(textwrap.dedent(text), path)
+    found: list[SourceFinding] = analyse_source(textwrap.dedent(text), path)
+    return found
 
 
 def _line(text: str, marker: str) -> int:
@@ -675,3 +676,53 @@ def test_frozen_branch_rebound_after_the_last_replay_is_clean() -> None:
     late = AFTER.replace("    freeze = True  # WRITE\n    g.replay()\n", "    g.replay()\n    freeze = True\n")
     assert late != AFTER
     assert _rule(late, "replay-frozen-branch") == []
+
+
+def test_frozen_branch_that_only_raises_is_clean() -> None:
+    # `if not self.freeze: raise`: a validation with no device work on either side
+    text = BRANCH.replace("""            if self.freeze:  # BRANCH
+                h = h.detach()""", """            if not self.freeze:  # BRANCH
+                raise RuntimeError("plan() first")""")
+    assert text != BRANCH
+    assert _rule(text, "replay-frozen-branch") == []
+    kept = BRANCH.replace("            if self.freeze:  # BRANCH", "            if not self.freeze:  # BRANCH")
+    assert _rule(kept, "replay-frozen-branch") == [(_line(kept, "# BRANCH"), "error")]
+
+
+def test_frozen_branch_setter_of_another_class_with_the_same_name_is_not_its_call() -> None:
+    text = SETTER.replace("""    def main(xs, rank):""", """    class Other:
+        def enable_monitor(self, flag=True):
+            self.on = flag
+
+    def main(xs, rank):""")
+    files = {"model.py": text.replace("""            static_x.copy_(x)\n""", "            static_x.copy_(x)\n"),
+             "loop.py": """
+                import torch
+                from other import Other
+                def run(g, xs):
+                    o = Other()
+                    for i, x in enumerate(xs):
+                        o.enable_monitor(i % 10 == 0)
+                        g.replay()
+             """}
+    # loop.py calls an enable_monitor() of a class it spells (Other), not Net's: Net's setter is called once
+    assert _ws(files, "replay-frozen-branch") == []
+    named = dict(files, **{"loop.py": files["loop.py"].replace("from other import Other", "from model import Net")
+                           .replace("o = Other()", "o = Net()")})
+    assert [(g[0], g[2]) for g in _ws(named, "replay-frozen-branch")] == [("model.py", "error")]
+
+
+def test_output_identity_check_after_capture_is_no_read() -> None:
+    text = """
+        import torch
+
+        def check(run, out_buf):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                captured = torch.relu(out_buf)
+            assert captured is not out_buf
+            g.replay()
+    """
+    assert _rule(text, "replay-output-read-before-replay") == []
+    compared = text.replace("assert captured is not out_buf", "assert captured != out_buf")
+    assert _rule(compared, "replay-output-read-before-replay") != []

@@ -306,13 +306,18 @@ def name_writes(resolver: Resolver, ix: FileIndex, name: str, owner: Node, also:
     return out
 
 
-def method_calls(resolver: Resolver, method: str, *local: FileIndex, also: frozenset[str] = frozenset()
-                 ) -> tuple[list[Write], int]:
-    """The calls `<x>.<method>(...)` across the workspace (as writes: in a replay loop or not), and how many."""
+def method_calls(resolver: Resolver, method: str, cls: str, home: FileIndex, *local: FileIndex,
+                 also: frozenset[str] = frozenset()) -> tuple[list[Write], int]:
+    """The calls `<x>.<method>(...)` across the workspace (as writes: in a replay loop or not), and how many: in
+    the file of class `cls` (`home`) and in files that spell `cls` (a method of another class named alike is
+    not this one's)."""
     rep = replayers(resolver, *local) | also
     cap = capturers(resolver, *local)
     out: list[Write] = []
+    word = re.compile(rf"(?<!\w){re.escape(cls)}(?!\w)")
     for ix in files_with(resolver, rf"\.{re.escape(method)}\s*\(", *local):
+        if ix.path != home.path and not word.search(ix.src.text):
+            continue
         for name, c in _calls_in(ix, ix.src.root):
             f = c.child_by_field_name("function")
             if name != method or f is None or f.type != "attribute":

@@ -50,6 +50,9 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
     subj = _subject(cond)
     if subj is None or w.tensorish(subj, frame):
         return  # a tensor condition is capture-implicit-bool's
+    owner = if_stmt or _if_of(cond)
+    if owner is not None and _host_only(owner):
+        return  # `if not self._planned: raise ...`: the branch records no device work either way
     writes: list[Write]
     label = ix.text(subj)
     graphed = frozenset(graphed_names(w.region))  # calls of a graphed callable replay its graphs
@@ -89,7 +92,8 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
         if x.method is not None and x.self_write:
             # the setter's calls decide: one in a replay loop shows the change, calls only outside say it is set
             # for the run; a setter never called in the project may be called by its users
-            calls, n = method_calls(w.resolver, x.method, ix, w.region.ix, also=graphed)
+            calls, n = method_calls(w.resolver, x.method, _class_of(x) or "", x.ix, ix, w.region.ix,
+                                    also=graphed)
             looped = [c for c in calls if c.in_replay_loop]
             if looped:
                 c = looped[0]
@@ -104,6 +108,27 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
             f"`{label}` decides this branch when the graph is captured; {x.method}() sets it at "
             f"{where(x.ix, x.node)}: if that runs between replays, they keep the branch taken at capture "
             "(may be silently wrong)"))
+
+
+def _if_of(cond: Node) -> Node | None:
+    """The `if` statement whose condition holds `cond` (through `not`, `and`/`or`, parentheses)."""
+    n, p = cond, cond.parent
+    while p is not None and p.type in ("not_operator", "boolean_operator", "parenthesized_expression"):
+        n, p = p, p.parent
+    if p is not None and p.type == "if_statement" and p.child_by_field_name("condition") == n:
+        return p
+    return None
+
+
+def _host_only(if_stmt: Node) -> bool:
+    """An `if` without `elif`/`else` whose body only raises, warns or passes: no device work depends on it."""
+    if if_stmt.children_by_field_name("alternative"):
+        return False
+    body = if_stmt.child_by_field_name("consequence")
+    if body is None:
+        return False
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    return bool(stmts) and all(c.type in ("raise_statement", "pass_statement") for c in stmts)
 
 
 def _before_a_replay(w: Walk, x: Write) -> bool:

@@ -139,6 +139,9 @@ def _read(ix: FileIndex, stmt: Node, outs: set[str]) -> Node | None:
             if m is not None and ix.text(m) in _READ_METHODS and call is not None and call.type == "call":
                 return n
         elif p.type in ("binary_operator", "comparison_operator", "unary_operator"):
+            ops = {ix.text(c) for c in p.children if not c.is_named}
+            if p.type == "comparison_operator" and any(o.split()[0] in ("is", "not", "in") for o in ops):
+                continue  # `captured is static_out`: identity, not the buffer's values
             if ix.kind(n).tensor:
                 return n
         elif p.type == "argument_list":
