@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import count, pairwise
+from pathlib import Path
 from typing import Any, TypeVar
 
 from hypothesis import HealthCheck, given, settings
@@ -212,5 +213,11 @@ def test_incremental_analysis_matches_a_fresh_one(first: str, edits: list[str]) 
     for text in edits:
         inc = bounded(analyse, text, path)
         fresh = bounded(analyse, text)
-        key = [(f.rule, f.start_line, f.start_col, f.end_line, f.end_col, f.message, f.fixes) for f in inc]
-        assert key == [(f.rule, f.start_line, f.start_col, f.end_line, f.end_col, f.message, f.fixes) for f in fresh]
+
+        def key(found: list[Any]) -> list[tuple[Any, ...]]:
+            # a message may name a line of the file by the file's name ("captured at incremental.py:11"): the
+            # fresh analysis runs under another name, which is all that may differ
+            return [(f.rule, f.start_line, f.start_col, f.end_line, f.end_col,
+                     f.message.replace(Path(f.path).name, "<this file>"), f.fixes) for f in found]
+
+        assert key(inc) == key(fresh)
