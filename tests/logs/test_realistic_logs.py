@@ -74,12 +74,7 @@ def log_cases() -> list[LogCase]:
 CASES = log_cases()
 
 # What the diagnosis at HEAD gets wrong, per log.
-WRONG: dict[str, str] = {
-    "r09_eval_tuple": "no answer: the ERROR record in the `%(asctime)s - %(name)s - %(levelname)s - %(message)s`"
-                      " layout (level between ' - ' separators) is not found by the first-error pass",
-    "r10_embedding_store": "no answer: the ERROR record with a padded level (`%(levelname)-8s`: 'ERROR    export"
-                           " MISMATCH ...') is not found by the first-error pass",
-}
+WRONG: dict[str, str] = {}
 
 
 @cache

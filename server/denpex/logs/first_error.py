@@ -104,6 +104,8 @@ _PEEL = re.compile(
     r"|(?P<syslog>[A-Z][a-z]{2}\s[\s\d]\d\s\d\d:\d\d:\d\d)"
     r"|(?P<time>\d\d:\d\d:\d\d(?:[.,]\d+)?)"
     r"|(?P<level>(?:DEBUG|TRACE|INFO|NOTICE|WARNING|WARN|ERROR|FATAL|CRITICAL)(?![\w]):?)"
+    # Python logging's "%(asctime)s - %(name)s - %(levelname)s - ...": the logger's name before " - LEVEL"
+    r"|(?P<dashlogger>[\w.]{1,80}(?=\s+-\s+(?:DEBUG|TRACE|INFO|NOTICE|WARNING|WARN|ERROR|FATAL|CRITICAL)\b))"
     r"|(?P<bracket>\[[^\[\]\n]{1,160}\]:?)"
     r"|(?P<brace>\{[^{}\n]{1,80}\})"
     r"|(?P<paren>\([^()\n]{0,60}\bpid=\d+[^()\n]{0,40}\))"
@@ -169,6 +171,7 @@ def message_of(text: str) -> Line:
     text = strip_prefixes(text)
     pos, level, ws = 0, None, 0
     loggers = 0  # logger or target names still allowed right after a level (ERROR shard-manager: launcher: msg)
+    prev: str | None = None  # the kind of the token before
     for _ in range(16):
         m = _PEEL.match(text, pos)
         if m is None or m.end() == pos:
@@ -179,7 +182,8 @@ def message_of(text: str) -> Line:
             continue
         kind = m.lastgroup
         if kind == "ws":
-            ws = len(m.group().expandtabs(4))
+            # the padding of a fixed-width level ("%(levelname)-8s": "ERROR    msg") is no indentation
+            ws = 0 if prev == "level" else len(m.group().expandtabs(4))
         else:
             ws = 0
             loggers = 3 if kind == "level" else (loggers if kind == "sep" else 0)
@@ -192,6 +196,7 @@ def message_of(text: str) -> Line:
             if b is not None:
                 level = _LEVELS[b.group("g") or b.group("w") or b.group("n")]
         pos = m.end()
+        prev = kind
     return Line(level, text[pos:].strip(), ws)
 
 
