@@ -32,7 +32,7 @@ from denpex.source.resolve.index import (
     positional,
 )
 from denpex.source.syntax.chunks import SEED_WORDS
-from denpex.source.syntax.parse import strip_parens, walk
+from denpex.source.syntax.parse import own_nodes, strip_parens, walk
 
 GRAPH_CMS = frozenset({"torch.cuda.graph"})
 GRAPHED_CALLABLES = frozenset({
@@ -145,14 +145,7 @@ def _begins_before_yield(body: Node) -> bool:
     """A `@contextmanager` body that calls `<graph>.capture_begin(...)` and yields after it (`capture_end()` in
     its `finally`, or after the yield): the caller's `with` block is what the graph captures."""
     begin: int | None = None
-    nodes: list[Node] = []
-    stack = [body]
-    while stack:  # the body's own code: not nested definitions
-        n = stack.pop()
-        nodes.append(n)
-        stack.extend(c for c in n.named_children if c.type not in ("function_definition", "lambda", "class_definition",
-                                                                  "decorated_definition"))
-    for n in sorted(nodes, key=lambda m: m.start_byte):
+    for n in own_nodes(body):  # the body's own code, in document order
         if n.type == "call":
             f = n.child_by_field_name("function")
             attr = f.child_by_field_name("attribute") if f is not None and f.type == "attribute" else None

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from tree_sitter import Node
 
 from denpex.source.resolve.names import ImportMap, build_imports, dotted_of, qualname
-from denpex.source.syntax.parse import ParsedSource, strip_parens, tokens
+from denpex.source.syntax.parse import ParsedSource, own_nodes, strip_parens, tokens
 
 _V = TypeVar("_V")
 
@@ -566,15 +566,11 @@ class FileIndex:
             return None if k.cat in ("unknown", "param") else k
 
         kinds: list[Kind] = []
-        stack = [body]
-        while stack:
-            n = stack.pop()
+        for n in own_nodes(body):
             if n.type == "return_statement":
                 if not n.named_child_count:
                     return UNKNOWN
                 kinds.append(self.kind(n.named_children[0], depth + 1, callee_params))
-                continue
-            stack.extend(c for c in n.named_children if c.type not in _NESTED_DEFS)
         if not kinds or any(k.cat != kinds[0].cat for k in kinds) or kinds[0].cat not in ("tensor", "scalar"):
             return UNKNOWN
         return Kind(kinds[0].cat, kinds[0].device, is_bool=all(k.is_bool for k in kinds))
@@ -739,9 +735,6 @@ def scope_binding_nodes(body: Node, data: bytes) -> list[Node]:
                 continue
             stack.append(c)
     return out
-
-
-_NESTED_DEFS = frozenset({"function_definition", "lambda", "class_definition", "decorated_definition"})
 
 
 def _call_arguments(ix: FileIndex, call: Node, names: list[str]) -> dict[str, Node]:

@@ -374,6 +374,19 @@ def walk(node: Node) -> Iterator[Node]:
             stack.extend(reversed(children))
 
 
+NESTED_DEFINITIONS = frozenset({"function_definition", "lambda", "class_definition", "decorated_definition"})
+
+
+def own_nodes(body: Node) -> Iterator[Node]:
+    """The named nodes of `body` (pre-order, so in document order), not descending into the definitions nested in
+    it: the code that runs when `body` runs."""
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed([c for c in n.named_children if c.type not in NESTED_DEFINITIONS]))
+
+
 def strip_parens(node: Node) -> Node:
     while node.type == "parenthesized_expression" and node.named_child_count == 1:
         child = node.named_children[0]
