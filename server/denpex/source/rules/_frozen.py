@@ -67,6 +67,11 @@ def where(ix: FileIndex, node: Node) -> str:
     return f"{Path(ix.path).name}:{node.start_point[0] + 1}"
 
 
+# pattern -> path -> (the text searched, held so its identity means "unchanged", and whether it matched): a
+# workspace change bumps the generation, but only the changed file's text needs the regex again
+_MATCHES: dict[str, dict[str, tuple[str, bool]]] = {}
+
+
 def files_with(resolver: Resolver, pattern: str, *local: FileIndex) -> list[FileIndex]:
     """The files of the workspace whose text matches `pattern` (a regex), or of `local` without a workspace."""
     ws = workspace_of(resolver)
@@ -82,9 +87,20 @@ def files_with(resolver: Resolver, pattern: str, *local: FileIndex) -> list[File
     if isinstance(hit, list):
         return hit
     out: list[FileIndex] = []
+    per_file = _MATCHES.get(pattern)
+    if per_file is None or len(per_file) > 4 * len(ws) + 64:
+        if len(_MATCHES) >= 256:
+            _MATCHES.clear()
+        per_file = _MATCHES[pattern] = {}
     for p in ws.paths():
         text = ws.text(p) or ""
-        if rx.search(text):
+        seen_text = per_file.get(p)
+        if seen_text is not None and seen_text[0] is text:
+            found = seen_text[1]
+        else:
+            found = rx.search(text) is not None
+            per_file[p] = (text, found)
+        if found:
             fx = ws.index(p)
             if fx is not None:
                 out.append(fx)
