@@ -1,0 +1,364 @@
+"""Kind inference for the file index: what an expression is ("is this a CUDA tensor?", a module, a stream, an
+optimizer), read from its construction, torch's call names, operators, subscripts and a file function's returns.
+Split from index.py (FileIndex.kind delegates here); the index is passed in, never imported at run time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tree_sitter import Node
+
+from denpex.source.resolve.args import _call_arguments, _kwarg
+from denpex.source.syntax.parse import own_nodes, strip_parens
+
+if TYPE_CHECKING:
+    from denpex.source.resolve.index import FileIndex, FuncInfo
+
+TENSOR_FACTORIES = frozenset(
+    ["randn", "rand", "randint", "randperm", "zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace", "logspace", "eye", "cat", "concat", "stack", "where", "from_numpy", "normal", "bernoulli", "multinomial", "masked_fill", "index_select", "gather", "matmul", "mm", "bmm", "addmm", "einsum", "sin", "cos", "exp", "log", "sqrt", "abs", "sum", "mean", "max", "min", "softmax", "sigmoid", "tanh", "relu", "clamp", "flatten", "reshape", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "nonzero_static", "lerp", "addcmul", "addcdiv", "linear"]
+)
+SHAPE_FACTORIES = frozenset(["randn", "rand", "zeros", "ones", "empty"])
+TENSOR_METHODS = frozenset(
+    ["sum", "mean", "max", "min", "abs", "norm", "any", "all", "float", "half", "double", "int", "long", "bool", "clone", "detach", "contiguous", "view", "reshape", "flatten", "squeeze", "unsqueeze", "exp", "log", "sqrt", "pow", "softmax", "sigmoid", "relu", "tanh", "argmax", "argmin", "std", "var", "prod", "cumsum", "t", "transpose", "permute", "expand", "repeat", "gt", "lt", "ge", "le", "eq", "ne", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not", "masked_fill", "where", "add", "sub", "mul", "div", "neg", "matmul", "mm", "bmm", "square", "clamp", "round"]
+)
+BOOL_METHODS = frozenset(["gt", "lt", "ge", "le", "eq", "ne", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not", "any", "all", "bool"])
+CUBLAS_MODULES = frozenset(
+    ["Linear", "Bilinear", "LazyLinear", "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer", "LSTM", "GRU", "RNN"]
+)
+CUDNN_MODULES = frozenset(
+    ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LSTM", "GRU", "RNN"]
+)
+
+
+
+
+@dataclass(frozen=True)
+class Kind:
+    cat: str  # tensor scalar module stream event generator graph optimizer scaler dataloader scheduler
+    #           compiled str bool none other unknown param
+    device: str | None = None  # cuda cpu pinned
+    is_bool: bool = False
+    lib: frozenset[str] = frozenset()
+    shape: tuple[int, ...] | None = None
+    node: Node | None = field(default=None, compare=False)  # the constructing call, when useful
+    user_class: str | None = None
+    home: FileIndex | None = field(default=None, compare=False)  # the file of `node` when it is another file
+
+    @property
+    def tensor(self) -> bool:
+        return self.cat == "tensor"
+
+
+UNKNOWN = Kind("unknown")
+PARAM = Kind("param")
+# the kind of a parameter (its name, the identifier read) where a caller's binding is known; None: not known
+ParamKinds = Callable[[str, Node], "Kind | None"]
+
+
+def kind(ix: FileIndex, node: Node, depth: int = 0, params: ParamKinds | None = None) -> Kind:
+    """What `node` is. `params` gives the kind of a parameter of the function that holds the name where a
+    caller's binding is known (the walker's frames): `keep = scores > t` is a tensor mask when the caller
+    passed a tensor for `scores`, through any locals, operators and subscripts in between."""
+    if depth > 8:
+        return UNKNOWN
+    node = strip_parens(node)
+    t = node.type
+    if t == "identifier":
+        name = ix.text(node)
+        assign, _scope, is_param = ix.lookup(name, node)
+        if is_param:
+            if params is not None:
+                pk = params(name, node)
+                if pk is not None:
+                    return pk
+            return PARAM
+        if assign is not None and assign.value is None and assign.unpacked is not None:
+            return _element_kind(ix, assign.unpacked, depth, params)
+        if assign is None or assign.value is None:
+            return UNKNOWN
+        if assign.stmt.type == "augmented_assignment":
+            return UNKNOWN
+        return kind(ix, assign.value, depth + 1, params)
+    if t in ("integer", "float"):
+        return Kind("scalar")
+    if t in ("string", "concatenated_string"):
+        return Kind("str")
+    if t in ("true", "false"):
+        return Kind("bool")
+    if t == "none":
+        return Kind("none")
+    if t in ("list", "tuple", "dictionary", "set", "list_comprehension", "dictionary_comprehension"):
+        return Kind("other")
+    if t == "unary_operator":
+        arg = node.child_by_field_name("argument")
+        return kind(ix, arg, depth + 1, params) if arg is not None else UNKNOWN
+    if t == "not_operator":
+        return Kind("bool")
+    if t == "binary_operator":
+        lk = kind(ix, node.child_by_field_name("left") or node, depth + 1, params)
+        rk = kind(ix, node.child_by_field_name("right") or node, depth + 1, params)
+        op = node.child_by_field_name("operator")
+        if lk.tensor or rk.tensor:
+            dev = "cuda" if "cuda" in (lk.device, rk.device) else (lk.device or rk.device)
+            return Kind("tensor", dev)
+        if lk.cat == "scalar" and rk.cat == "scalar":
+            return Kind("scalar")
+        if op is not None and ix.text(op) == "@":
+            return Kind("tensor")
+        return UNKNOWN
+    if t == "comparison_operator":
+        if any(c.type in ("is", "is not", "in", "not in") for c in node.children):
+            return Kind("bool")  # identity and membership give a Python bool, even between tensors
+        for c in node.named_children:
+            k = kind(ix, c, depth + 1, params)
+            if k.tensor:
+                return Kind("tensor", k.device, is_bool=True)
+        return Kind("bool")
+    if t == "boolean_operator":
+        return Kind("bool")
+    if t == "conditional_expression":
+        return kind(ix, node.named_children[0], depth + 1, params) if node.named_child_count else UNKNOWN
+    if t == "subscript":
+        v = node.child_by_field_name("value")
+        if v is not None:
+            k = kind(ix, v, depth + 1, params)
+            if k.tensor:
+                return Kind("tensor", k.device)
+        return UNKNOWN
+    if t == "attribute":
+        obj = node.child_by_field_name("object")
+        attr = node.child_by_field_name("attribute")
+        if obj is not None and attr is not None:
+            a = ix.text(attr)
+            if obj.type == "identifier" and ix.text(obj) == "self":
+                cls = ix.enclosing_class(node)
+                if cls is not None:
+                    entry = ix.class_self_attrs(cls).get(a)
+                    if entry is not None:
+                        return kind(ix, entry[0], depth + 1, params)
+                return UNKNOWN
+            ok = kind(ix, obj, depth + 1, params)
+            if ok.tensor and a in ("T", "mT", "data", "grad", "real", "imag"):
+                return Kind("tensor", ok.device)
+            if ok.tensor and a in ("shape", "device", "dtype"):
+                return Kind("other")
+        return UNKNOWN
+    if t == "call":
+        return _call_kind(ix, node, depth, params)
+    return UNKNOWN
+
+def _element_kind(ix: FileIndex, whole: Node, depth: int, params: ParamKinds | None) -> Kind:
+    """An element of `whole` unpacked or iterated: a tensor for a tensor's rows and for the tuples of torch's
+    own ops (`values, idx = x.max(-1)`, `a, b = t.chunk(2)`). A module's or a user function's result may be
+    a tuple of anything (`logits, n_tokens = model(x)`): unknown."""
+    whole = strip_parens(whole)
+    if whole.type == "call":
+        func = whole.child_by_field_name("function")
+        if func is None:
+            return UNKNOWN
+        q = ix.qualname(func)
+        torch_op = q is not None and q.startswith("torch.") and not q.startswith("torch.nn.")
+        recv = func.child_by_field_name("object") if func.type == "attribute" else None
+        if not torch_op and not (recv is not None and kind(ix, recv, depth + 1, params).tensor):
+            return UNKNOWN
+    k = kind(ix, whole, depth + 1, params)
+    return Kind("tensor", k.device, is_bool=k.is_bool) if k.tensor else UNKNOWN
+
+def _return_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: ParamKinds | None) -> Kind:
+    """What a call of this file's function `fn` returns: the kind its return statements agree on, with its
+    parameters taken from the call's arguments (`z = standardize(err, mean, std)` is a tensor when `err`
+    is one). Returns that disagree, or one not known, give unknown."""
+    body = fn.body
+    if body is None or depth > 6:
+        return UNKNOWN
+    bound = _call_arguments(ix, call, fn.params)
+
+    def callee_params(name: str, node: Node) -> Kind | None:
+        holder = ix.enclosing_function(node)
+        arg = bound.get(name) if holder is not None and holder.node.id == fn.node.id else None
+        if arg is None:
+            return None
+        k = kind(ix, arg, depth + 1, params)
+        return None if k.cat in ("unknown", "param") else k
+
+    kinds: list[Kind] = []
+    for n in own_nodes(body):
+        if n.type == "return_statement":
+            if not n.named_child_count:
+                return UNKNOWN
+            kinds.append(kind(ix, n.named_children[0], depth + 1, callee_params))
+    if not kinds or any(k.cat != kinds[0].cat for k in kinds) or kinds[0].cat not in ("tensor", "scalar"):
+        return UNKNOWN
+    return Kind(kinds[0].cat, kinds[0].device, is_bool=all(k.is_bool for k in kinds))
+
+def _call_kind(ix: FileIndex, node: Node, depth: int, params: ParamKinds | None = None) -> Kind:
+    func = node.child_by_field_name("function")
+    args = node.child_by_field_name("arguments")
+    if func is None:
+        return UNKNOWN
+    q = ix.qualname(func)
+    if q is not None:
+        last = q.rsplit(".", 1)[-1]
+        if q.startswith("torch.") or q == "torch":
+            return _torch_call_kind(ix, q, last, node, args, depth, params)
+        if q in ix.classes or (q.split(".")[-1] in ix.classes and "." not in q):
+            return Kind("module", "cuda", user_class=q)
+        if q.endswith("DataLoader"):
+            return Kind("dataloader", node=node)
+        if func.type == "identifier" and "." not in q and q in ix.module_funcs:
+            assign, _scope, is_param = ix.lookup(q, func)
+            if assign is None and not is_param:  # the module's function, not a local of that name
+                return _return_kind(ix, ix.module_funcs[q], node, depth, params)
+        if func.type == "identifier":
+            k = kind(ix, func, depth + 1, params)
+            if k.cat == "module":
+                return Kind("tensor", "cuda")
+            if k.cat == "compiled":
+                return Kind("tensor", "cuda")
+            return UNKNOWN
+    if func.type == "attribute":
+        obj = func.child_by_field_name("object")
+        attr = func.child_by_field_name("attribute")
+        if obj is None or attr is None:
+            return UNKNOWN
+        m = ix.text(attr)
+        if obj.type == "identifier" and ix.text(obj) == "self" and kind(ix, func, depth + 1, params).cat == "module":
+            return Kind("tensor", "cuda")  # `ix.fc(x)`: calling a module held on the instance
+        rk = kind(ix, obj, depth + 1, params)
+        if rk.cat == "module" and m in ("cuda", "to", "train", "eval", "half", "float", "bfloat16", "requires_grad_"):
+            return rk
+        if rk.cat == "module":
+            return UNKNOWN
+        if rk.tensor:
+            if m in ("item",):
+                return Kind("scalar")
+            if m in ("tolist", "numpy"):
+                return Kind("other")
+            if m in ("size", "dim", "numel", "stride", "element_size", "data_ptr", "get_device", "nelement",
+                     "ndimension"):
+                return Kind("scalar")
+            if m.startswith("is_") and m != "is_nonzero":  # is_contiguous(), is_floating_point(): a Python bool
+                return Kind("bool")
+            if m == "cpu":
+                return Kind("tensor", "cpu")
+            if m == "pin_memory":
+                return Kind("tensor", "pinned")
+            if m == "cuda":
+                return Kind("tensor", "cuda")
+            if m == "to" and args is not None and _mentions_cuda(ix, args):
+                return Kind("tensor", "cuda")
+            return Kind("tensor", rk.device, is_bool=m in BOOL_METHODS)
+        if rk.cat in ("unknown", "param") and m in TENSOR_METHODS:
+            return Kind("tensor", None, is_bool=m in BOOL_METHODS)
+        if rk.cat == "graph" and m == "pool":
+            return Kind("other")
+    return UNKNOWN
+
+def _torch_call_kind(ix: FileIndex, q: str, last: str, node: Node, args: Node | None, depth: int,
+                     params: ParamKinds | None = None) -> Kind:
+    if q in ("torch.cuda.Stream", "torch.cuda.current_stream", "torch.cuda.default_stream", "torch.Stream"):
+        return Kind("stream", node=node)
+    if q in ("torch.cuda.Event", "torch.Event"):
+        return Kind("event", node=node)
+    dev: str | None
+    if q in ("torch.Generator", "torch.cuda.Generator"):
+        dev = "cuda" if args is not None and _mentions_cuda(ix, args) else "cpu"
+        return Kind("generator", dev, node=node)
+    if q == "torch.cuda.CUDAGraph":
+        return Kind("graph", node=node)
+    if q.startswith("torch.optim.lr_scheduler."):
+        return Kind("scheduler", node=node)
+    if q.startswith("torch.optim.") and last[:1].isupper():
+        return Kind("optimizer", node=node)
+    if q in ("torch.amp.GradScaler",):
+        return Kind("scaler", node=node)
+    if q.startswith("torch.utils.data") and last == "DataLoader":
+        return Kind("dataloader", node=node)
+    if q == "torch.compile":
+        return Kind("compiled", node=node)
+    if q.startswith("torch.nn.") and last[:1].isupper() and ".functional" not in q:
+        lib: set[str] = set()
+        if last in CUBLAS_MODULES:
+            lib.add("cublas")
+        if last in CUDNN_MODULES:
+            lib.add("cudnn")
+        if last == "Sequential" and args is not None:
+            for a in args.named_children:
+                k = kind(ix, a, depth + 1, params)
+                lib |= k.lib
+        return Kind("module", None, lib=frozenset(lib), node=node)
+    if q.startswith("torch.nn.functional."):
+        dev = _first_tensor_device(ix, args, depth, params)
+        return Kind("tensor", dev)
+    if last in TENSOR_FACTORIES or q.startswith("torch.special.") or q.startswith("torch.linalg."):
+        dev = None
+        if args is not None:
+            device_arg = _kwarg(ix, args, "device")
+            if device_arg is not None:
+                dev = "cuda" if _mentions_cuda(ix, device_arg) else "cpu"
+                if device_arg.type == "attribute" and ix.text(device_arg).endswith(".device"):
+                    obj = device_arg.child_by_field_name("object")
+                    dev = kind(ix, obj, depth + 1, params).device if obj is not None else None
+            pin = _kwarg(ix, args, "pin_memory")
+            if pin is not None and ix.text(pin) == "True":
+                dev = "pinned"
+            if dev is None:
+                if last.endswith("_like") or last in ("cat", "stack", "where", "matmul", "mm", "bmm"):
+                    dev = _first_tensor_device(ix, args, depth, params)
+                elif last in ("tensor", "as_tensor", "from_numpy") or last in SHAPE_FACTORIES or last in (
+                    "full", "arange", "randint", "linspace", "eye", "randperm"
+                ):
+                    dev = "cpu"
+                else:
+                    dev = _first_tensor_device(ix, args, depth, params)
+        shape = _literal_shape(ix, args) if last in SHAPE_FACTORIES and args is not None else None
+        return Kind("tensor", dev, shape=shape, node=node)
+    return UNKNOWN
+
+def _first_tensor_device(ix: FileIndex, args: Node | None, depth: int, params: ParamKinds | None = None) -> str | None:
+    if args is None:
+        return None
+    for a in args.named_children:
+        if a.type == "keyword_argument":
+            continue
+        k = kind(ix, a, depth + 1, params)
+        if k.tensor:
+            return k.device
+    return None
+
+
+def _mentions_cuda(ix: FileIndex, node: Node) -> bool:
+    text = ix.text(node)
+    if "cuda" in text:
+        return True
+    # a name bound to "cuda" / torch.device("cuda")
+    for n in [node, *node.named_children]:
+        n = strip_parens(n)
+        if n.type == "identifier":
+            assign, _s, _p = ix.lookup(ix.text(n), n)
+            if assign is not None and assign.value is not None and "cuda" in ix.text(assign.value):
+                return True
+        if n.type == "keyword_argument":
+            v = n.child_by_field_name("value")
+            if v is not None and v.type == "identifier":
+                assign, _s, _p = ix.lookup(ix.text(v), v)
+                if assign is not None and assign.value is not None and "cuda" in ix.text(assign.value):
+                    return True
+    return False
+
+
+def _literal_shape(ix: FileIndex, args: Node) -> tuple[int, ...] | None:
+    pos = [a for a in args.named_children if a.type != "keyword_argument"]
+    if len(pos) == 1 and pos[0].type in ("tuple", "list"):
+        pos = list(pos[0].named_children)
+    dims: list[int] = []
+    for a in pos:
+        if a.type != "integer":
+            return None
+        try:
+            dims.append(int(ix.text(a).replace("_", ""), 0))
+        except ValueError:
+            return None
+    return tuple(dims) if dims else None
