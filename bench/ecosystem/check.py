@@ -237,7 +237,13 @@ def ruff_version() -> str:
 
 
 def denpex_commit() -> str:
-    """The commit of the Denpex checkout that ran, '+dirty' when its server/ had changes: findings follow it."""
+    """The commit of the Denpex checkout that ran, '+dirty' when its server/ had changes: findings follow it.
+
+    DENPEX_ECO_DENPEX_COMMIT names it instead when the scan runs a snapshot of server/ (PYTHONPATH) taken at that
+    commit, so that other sessions' commits during a long run do not mix into it."""
+    pinned = os.environ.get("DENPEX_ECO_DENPEX_COMMIT", "")
+    if pinned:
+        return pinned
     repo = HERE.parents[1]
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--", "server"],
