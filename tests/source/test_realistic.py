@@ -77,7 +77,6 @@ CASES = cases()
 
 # Gold lines the analyser at HEAD does not flag with the gold rule (what it is missing).
 MISSES: dict[str, str] = {
-    "s06_compile_scoring": "torch.compile(mode='reduce-overhead') outputs appended to a list inside a loop",
     "s07_vit_droppath": "user generator in DropPath reached through make_graphed_callables of a ViT whose blocks"
                         " hold it",
     "s08_charlm": "Adam from a factory in another file, stored and stepped inside the captured train_step",
@@ -91,7 +90,6 @@ MISSES: dict[str, str] = {
                             " walked; replay-frozen-branch finds it once the splat is written out",
     "r07_euler_sampler": "a scalar op argument taken from the loop variable of the replay loop and passed as an"
                          " argument to the captured method",
-    "r10_embedding_store": "a static output kept across replays in a loop through a method's list append",
 }
 
 # Error-level findings on lines no gold row names (false errors of the analyser at HEAD).

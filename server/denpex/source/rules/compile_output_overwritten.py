@@ -1,6 +1,10 @@
 """compile-output-overwritten (DPX700): an output of a function compiled with CUDA graphs (reduce-overhead) kept
 in a name, the function called again, then the name read: the second run overwrote it. Not when the name was
-bound again by then (`out = f(a)`, `out = f(b)`: it reads the new output)."""
+bound again by then (`out = f(a)`, `out = f(b)`: it reads the new output).
+
+Also (compile-output-collected) the outputs of such calls collected across loop iterations (`outs.append(y)`,
+`store.add(y)`, `d[i] = y`, `[f(x) for x in xs]`), directly or through a function that returns the call's
+output to a caller that keeps it: every entry aliases the output memory the next call writes."""
 
 from __future__ import annotations
 
@@ -12,6 +16,14 @@ from denpex.source.fixes import edits as F
 from denpex.source.fixes.eager import eager_fallback
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+from denpex.source.rules._frozen import where
+from denpex.source.rules._frozen_outputs import (
+    Kept,
+    callers,
+    calls_spelled,
+    kept_across_iterations,
+    returned,
+)
 from denpex.source.syntax.mentions import identifiers
 from denpex.source.syntax.parse import walk
 
@@ -77,8 +89,66 @@ def _rebound(ix: FileIndex, name: str, first: Node, nxt: Node, owner: Node) -> b
     return False
 
 
+def _producer_root(ix: FileIndex, anchor: Node, name: str) -> Node:
+    """Where calls of the compiled `name` are looked for: the class holding the compile for `self.fn`, the
+    compile's own function for a local name, the module for a module-level or decorated function."""
+    if "." in name:
+        p = anchor.parent
+        while p is not None and p.type != "class_definition":
+            p = p.parent
+        return p if p is not None else ix.src.root
+    owner = ix.scope_of(anchor).node
+    return owner
+
+
+def _collected(scan: RegionScan) -> None:
+    region = scan.region
+    if region.kind != "compile" or not region.compiled_names:
+        return
+    ix = region.ix
+    seen: set[tuple[str, int]] = set()
+    for name in dict.fromkeys(region.compiled_names):
+        root = _producer_root(ix, region.anchor, name)
+        wrappers: dict[int, Node] = {}
+        for call in calls_spelled(ix, root, {name}):
+            k = kept_across_iterations(ix, call)
+            if k is not None:
+                _report(scan, k, name, None, seen)
+                continue
+            fn = ix.enclosing_function(call)
+            if fn is not None and returned(ix, fn.node, set(), {name}) is not None:
+                wrappers[fn.node.id] = fn.node
+        for fn_node in wrappers.values():
+            info = ix.by_node.get(fn_node.id)
+            if info is None:
+                continue
+            for fx, call in callers(scan.resolver, ix, info.name, info.class_name):
+                k = kept_across_iterations(fx, call)
+                if k is not None:
+                    _report(scan, k, name, f"{info.name}() ({where(ix, fn_node)}) returns it", seen)
+
+
+def _report(scan: RegionScan, k: Kept, name: str, via: str | None, seen: set[tuple[str, int]]) -> None:
+    key = (k.ix.path, k.node.id)
+    if key in seen:
+        return
+    seen.add(key)
+    region = scan.region
+    text = k.ix.text(k.value)
+    clone = f"{text}.clone()" if k.value.type in ("identifier", "call", "subscript", "attribute") else f"({text}).clone()"
+    fx = F.fix("Clone kept outputs", "unsafe", [F.replace_node(k.ix, k.value, clone)], in_place=True)
+    how = f"; {via}" if via else ""
+    doubt = region.uncertain
+    msg = (f"An output of `{name}` (compiled with CUDA graphs{how}) is kept across loop iterations at "
+           f"{where(k.ix, k.node)} ({k.label}): the next call writes the same output memory, so every kept entry "
+           "ends up holding the last call's values (silently wrong): clone() what you keep"
+           + (" (if the compile's mode uses CUDA graphs)" if doubt else ""))
+    scan.sink(Hit("compile-output-collected", k.ix, k.node, region, (), [fx] if fx else [],
+                  "warning" if doubt else None, msg))
+
+
 RULE = SourceRule(
     id="compile-output-overwritten",
-    hazards=(Hazard("compile-output-reused"),),
-    around=(Around(40, _outputs),),
+    hazards=(Hazard("compile-output-reused"), Hazard("compile-output-collected", eager_fallback=False)),
+    around=(Around(40, _outputs), Around(41, _collected)),
 )

@@ -1,6 +1,11 @@
 """replay-output-kept-without-clone (DPX302): a captured output aliased (`prev = out`) after a replay and read, or
 stored, where a later replay has overwritten it. An alias consumed before the next replay (`dets = out`, read in
-the same loop iteration) shows the values it was taken for: no finding."""
+the same loop iteration) shows the values it was taken for: no finding.
+
+Also (static-output-collected) a static output collected across the iterations of a loop that replays
+(`outs.append(static_out)`, `d[i] = static_out`), in a function that replays the graph, or returned by such a
+function (`return self.static_out`) to a caller that keeps it in a loop (`store.add(runner.encode(x))`): every
+entry is the one output buffer, holding the last replay's values."""
 
 from __future__ import annotations
 
@@ -12,9 +17,14 @@ from denpex.source.engine.hits import Hit
 from denpex.source.fixes import edits as F
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, ReplaySide, SourceRule
+from denpex.source.rules._frozen import where
+from denpex.source.rules._frozen_outputs import Kept, callers, kept_across_iterations, returned
 from denpex.source.syntax.mentions import def_of, identifiers
+from denpex.source.syntax.parse import run_query, walk
 
 _HAZARD = "static-output-aliased"
+_COLLECTED = "static-output-collected"
+_OUTPUT_READS = "[(identifier) (attribute)] @v"
 # calls that keep their argument (a container that outlives the iteration)
 _KEEPERS = frozenset({"append", "extend", "insert", "add", "put", "put_nowait", "appendleft", "setdefault", "update"})
 _CONTAINERS = frozenset({"list", "tuple", "set", "dictionary", "pair", "expression_list"})
@@ -175,8 +185,102 @@ def _escapes(ix: FileIndex, m: Node) -> bool:
     return p.type == "yield"  # else read, passed to a call or returned: consumed where it is
 
 
+def _outputs_of(scan: RegionScan) -> set[str]:
+    """The names and attributes the captured statements bind (`static_out`, `self.static_vecs`, tuple targets)."""
+    ix = scan.region.ix
+    out: set[str] = set()
+    for st in scan.region.stmts:
+        for n in walk(st):
+            if n.type != "assignment":
+                continue
+            left = n.child_by_field_name("left")
+            if left is None:
+                continue
+            targets = left.named_children if left.type in ("pattern_list", "tuple_pattern") else [left]
+            out.update(ix.text(t) for t in targets if t.type in ("identifier", "attribute"))
+    return out
+
+
+def _collected(scan: RegionScan) -> None:
+    region = scan.region
+    g = region.graph_name
+    if region.kind not in ("graph", "capture_begin", "wrapper") or not g:
+        return
+    ix = region.ix
+    outputs = _outputs_of(scan)
+    if not outputs:
+        return
+    word = f"{g}.replay(".encode()
+    anchor = region.anchor
+    scopes = [ix.scope_of(anchor).node]
+    scopes += [f.node for f in ix.functions if word in ix.src.data[f.node.start_byte:f.node.end_byte]
+               and f.node.id != scopes[0].id]
+    seen: set[tuple[str, int]] = set()
+    for scope in scopes:
+        if word not in ix.src.data[scope.start_byte:scope.end_byte]:
+            continue
+        for v in run_query(_OUTPUT_READS, scope).get("v", []):
+            if v.start_byte < region.end_byte and v.end_byte > region.site.start_byte:
+                continue  # the capture itself
+            if ix.text(v) not in outputs or _binding(v):
+                continue
+            k = kept_across_iterations(ix, v, follow=False)
+            if k is None or not _replay_loop(ix, k.node, word, anchor):
+                continue
+            _report(scan, k, ix.text(v), None, seen)
+        if scope.type != "function_definition" or returned(ix, scope, outputs, set()) is None:
+            continue
+        info = ix.by_node.get(scope.id)
+        if info is None:
+            continue
+        for fx, call in callers(scan.resolver, ix, info.name, info.class_name):
+            k = kept_across_iterations(fx, call)
+            if k is not None:
+                r = returned(ix, scope, outputs, set())
+                _report(scan, k, ix.text(r.named_children[0]) if r is not None else "the output",
+                        f"{info.name}() ({where(ix, scope)}) returns it after each replay", seen)
+
+
+def _binding(v: Node) -> bool:
+    """`v` is written, not read: an assignment's target (or part of one), or an attribute's object of a longer
+    chain that `run_query` also lists (`self` in `self.static_out`)."""
+    p = v.parent
+    if p is not None and p.type == "attribute" and p.child_by_field_name("attribute") == v:
+        return True
+    while p is not None and p.type in ("pattern_list", "tuple_pattern"):
+        v, p = p, p.parent
+    return p is not None and p.type in ("assignment", "augmented_assignment") and p.child_by_field_name("left") == v
+
+
+def _replay_loop(ix: FileIndex, node: Node, word: bytes, anchor: Node) -> bool:
+    """The loop holding `node` replays the graph and does not hold the capture (a capture per iteration makes a
+    new output each time)."""
+    p = node.parent
+    while p is not None and p.type not in ("function_definition", "module"):
+        if p.type in ("for_statement", "while_statement"):
+            inside = ix.src.data[p.start_byte:p.end_byte]
+            return word in inside and not (p.start_byte <= anchor.start_byte < p.end_byte)
+        p = p.parent
+    return False
+
+
+def _report(scan: RegionScan, k: Kept, what: str, via: str | None, seen: set[tuple[str, int]]) -> None:
+    key = (k.ix.path, k.node.id)
+    if key in seen:
+        return
+    seen.add(key)
+    text = k.ix.text(k.value)
+    clone = f"{text}.clone()" if k.value.type in ("identifier", "call", "subscript", "attribute") else f"({text}).clone()"
+    fx = F.fix("Clone kept outputs", "unsafe", [F.replace_node(k.ix, k.value, clone)], in_place=True)
+    how = f" ({via})" if via else ""
+    msg = (f"The static output `{what}`{how} is kept across loop iterations at {where(k.ix, k.node)} ({k.label}): "
+           "every replay writes the same buffer, so every kept entry ends up holding the last replay's values "
+           "(silently wrong): clone() what you keep")
+    scan.sink(Hit(_COLLECTED, k.ix, k.node, scan.region, (), [fx] if fx else [], None, msg))
+
+
 RULE = SourceRule(
     id="replay-output-kept-without-clone",
-    hazards=(Hazard(_HAZARD),),
-    around=(Around(90, _aliased),),
+    hazards=(Hazard(_HAZARD), Hazard(_COLLECTED, eager_fallback=False)),
+    around=(Around(90, _aliased), Around(91, _collected)),
 )
