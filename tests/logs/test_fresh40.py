@@ -23,10 +23,6 @@ GOLD = read_gold(FRESH)
 
 # file -> why Denpex misses it (each needs code in server/denpex/logs, not a rule file; see the report)
 MISSES = {
-    "11_ort_einsum_invalid_argument_gpu1.log":
-        "the later illegal memory access (700, a specific rule, high) wins over the earlier ONNX Runtime "
-        "'CUDA failure 1: invalid argument' inside the RuntimeException line; a non-sticky error before a "
-        "sticky one is not taken as first",
     "19_gptfast_triton_error_before_assert.log":
         "cuda-device-side-assert takes the host's 'Triton Error [CUDA]: device-side assert triggered' (line 3), "
         "printed before the device's assertion lines it reports; the assertion (line 4) should win",

@@ -29,6 +29,7 @@ from denpex.rulebook import CodeEntry, Rule, RuleBook, load_rulebook
 
 if TYPE_CHECKING:  # imported where used: its patterns cost a start 13 ms, and most runs never need them
     from denpex.logs.first_error import FirstError
+    from denpex.logs.hit import Hit
     from denpex.logs.truncated import Repair
 
 SCHEMA = "denpex.diagnosis/1"
@@ -57,6 +58,10 @@ class Finding:
     wrapper: bool = False  # wraps the real message, which the next lines of the event carry
     wrapped_by: Finding | None = None  # the wrapper line this report is the detail of
     repair: Repair | None = None  # found on a line that is not whole (cut, wrapped, interleaved): logs.line_repair
+    # what this finding's rule reported (its status code, else the matched text), and what its later hits on
+    # the lines just after it (events.EVENT_LINES) reported: another report there is an error of its own
+    said: str = ""
+    near_said: dict[int, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -272,12 +277,16 @@ class _Collector:
                             span=hit.end - hit.start, entry=hit.entry,
                             generic=rule is not None and rule.generic, wrapper=sig.wrapper, repair=hit.repair)
                 self.findings[key] = f
+                if f.generic:
+                    f.said = _said(hit, text)
                 if (sig.rule_id, sig.role) not in self.first_by_rule_role:
                     self.first_by_rule_role[(sig.rule_id, sig.role)] = f
                     new_first = True
             else:
                 if f.line != lh.line:
                     f.count += 1
+                    if f.generic and lh.line - f.line <= events.EVENT_LINES:
+                        f.near_said.setdefault(lh.line, _said(hit, text))
             if lh.who.rank is not None:
                 f.ranks.add(lh.who.rank)
         if new_first and len(self.contexts) < MAX_CONTEXTS:
@@ -288,6 +297,11 @@ class _Collector:
                 f0 = self.first_by_rule_role.get((hit.signature.rule_id, hit.signature.role))
                 if f0 is not None and f0.line == lh.line and id(f0) not in self.contexts:
                     self.contexts[id(f0)] = lines
+
+
+def _said(hit: Hit, text: str) -> str:
+    """What one hit reports: its status code's name, else the text it matched."""
+    return hit.entry.name if hit.entry is not None else text[hit.start : hit.end]
 
 
 def _scan(stream: BinaryIO, matcher: Matcher, context_n: int,

@@ -80,6 +80,8 @@ def specific_first(findings: list[Finding], promoted: list[Finding] | None = Non
                 break
             # an unprefixed wrapper line ("terminate called ...") and its detail line ("what(): [Rank 0] ...")
             # are one writer even though only the second names a rank
+            if f.near_said.get(later, f.said) != f.said:
+                break  # the broad rule reports something else there: a new error (a sticky 700 after a 1), not this one's detail
             mates = [m for m in by_line.get(later, ())
                      if m.role != "context" and (m.who.key() == key or (f.wrapper and unattributed(f)))]
         if not mates:
