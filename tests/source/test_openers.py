@@ -110,10 +110,51 @@ def test_unknown_graphed_callable_needs_configuration() -> None:
     ("from torch.cuda import graph as G\n", "return G(g, pool)"),
     ("from torch import cuda\n", "return (cuda.graph(g, pool))"),  # parenthesised: not a returned call
 ])
-def test_function_returning_the_capture_context_is_a_wrapper(head: str, ret: str) -> None:
-    """DeepSpeed's accelerator.capture_to_graph(g) returns torch.cuda.graph(...): entering it opens a capture."""
-    src = (f"import torch\n{head}\n\nclass Accel:\n    def capture_to_graph(self, g, pool=None):\n        {ret}\n\n\n"
+@pytest.mark.parametrize("method", ["capture_to_graph", "open_graph"])
+def test_function_returning_the_capture_context_is_a_wrapper(head: str, ret: str, method: str) -> None:
+    """DeepSpeed's accelerator.capture_to_graph(g) returns torch.cuda.graph(...): entering it opens a capture. A
+    project's own method of that kind (`open_graph`) is found from its `return`; DeepSpeed's name is a built-in
+    capture wrapper (capture/openers.py), found however its body is written."""
+    src = (f"import torch\n{head}\n\nclass Accel:\n    def {method}(self, g, pool=None):\n        {ret}\n\n\n"
            "def get_accelerator():\n    return Accel()\n\n\ndef run(x):\n    g = torch.cuda.CUDAGraph()\n"
-           "    with get_accelerator().capture_to_graph(g):\n        y = x.item()\n    return y\n")
+           f"    with get_accelerator().{method}(g):\n        y = x.item()\n    return y\n")
     found = [(f.rule, src.splitlines()[f.start_line].strip()) for f in analyse_source(src, "m.py")]
-    assert found == ([] if ret.startswith("return (") else [("capture-item-sync", "y = x.item()")])
+    hidden = ret.startswith("return (") and method != "capture_to_graph"
+    assert found == ([] if hidden else [("capture-item-sync", "y = x.item()")])
+
+
+_ITEM_BODY = "\n\ndef body(x):\n    return x.sum().item()\n\n\n"
+
+
+def test_deepspeed_accelerator_capture_without_its_source() -> None:
+    """`get_accelerator().capture_to_graph(g)` from an installed DeepSpeed (no accelerator class in the files)."""
+    src = ("import torch\nfrom deepspeed.accelerator import get_accelerator\n\n\ndef run(x):\n"
+           "    g = torch.cuda.CUDAGraph()\n    with get_accelerator().capture_to_graph(g):\n"
+           "        y = x.sum().item()\n    return y\n")
+    assert _found(src) == [("capture-item-sync", 7, "error")]
+
+
+@pytest.mark.parametrize("tail,found", [
+    ("f = thunder.jit(body, use_cudagraphs=True)", True),
+    ("f = thunder.jit(body, transforms=[CUDAGraphTransform()])", True),
+    ("cg = CUDAGraphTransform()\nf = thunder.jit(body, transforms=(cg,))", True),
+    ("f = thunder.jit(body)", False),
+    ("f = thunder.jit(body, use_cudagraphs=False)", False),
+    ("f = thunder.jit(body, transforms=[MaterializationTransform()])", False),
+])
+def test_thunder_jit_with_cuda_graphs(tail: str, found: bool) -> None:
+    src = ("import torch\nimport thunder\nfrom thunder.transforms.cudagraph import CUDAGraphTransform\n"
+           f"{_ITEM_BODY}{tail}\n")
+    assert _found(src) == ([("capture-item-sync", 6, "error")] if found else [])
+
+
+@pytest.mark.parametrize("build", [
+    "g = CudaGraphModule(TensorDictModule(Net(), in_keys=['obs'], out_keys=['act']))",
+    "policy = TensorDictModule(Net(), in_keys=['obs'], out_keys=['act'])\ng = CudaGraphModule(policy, warmup=2)",
+    "policy = TensorDictModule(module=Net(), in_keys=['obs'], out_keys=['act'])\ng = CudaGraphModule(policy)",
+])
+def test_tensordict_cuda_graph_module_through_tensordict_module(build: str) -> None:
+    src = ("import torch\nfrom tensordict.nn import CudaGraphModule, TensorDictModule\n\n\n"
+           "class Net(torch.nn.Module):\n    def forward(self, x):\n        return x / x.max().item()\n\n\n"
+           f"{build}\n")
+    assert _found(src) == [("capture-item-sync", 6, "error")]

@@ -2,12 +2,14 @@
 (vLLM, SGLang, Megatron-LM, TensorRT-LLM, TransformerEngine) and the project's own
 `[tool.denpex] capture-entry-points = ["pkg.mod:Class.method", "pkg.mod:function"]`.
 
-A preset turns on for a file that imports one of its `detect` modules. Its entry points select methods of the
-file's classes: by a library base class (`subclass_of`, through the class's bases in the workspace), a class
+A preset turns on for a file that imports one of its `detect` modules, or is one of them (the framework's own
+tree). Its entry points select methods of the file's classes: by a framework base class (`subclass_of`, through the
+class's bases in the workspace; in the framework's own tree the listed class itself and its subclasses), a class
 decorator (`decorated_with`), or the module-level name a model registry reads (`module_assigns`), optionally only
-in files importing some module (`in_files_importing`). Each selected function becomes a capture region of kind
-`entry`; its findings name the framework path that captures it, and are warnings where capture depends on the
-user's flags (`conditional`).
+in files importing some module (`in_files_importing`); or functions of the framework's own modules by
+`module:object` globs (`functions`, library mode: see library.py). Each selected function becomes a capture region
+of kind `entry`; its findings name the framework path that captures it, and are warnings where capture depends on
+the user's flags (`conditional`) or is the users' choice (`users`: library surface, always at most a warning).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import yaml
 from tree_sitter import Node
 
 from denpex.errors import DenpexError
+from denpex.source.capture import library
 from denpex.source.capture.regions import CaptureRegion
 from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo
 from denpex.source.resolve.values import Values
@@ -27,8 +30,8 @@ from denpex.source.resolve.workspace import module_names
 from denpex.source.syntax.parse import strip_parens
 
 PRESETS = Path(__file__).resolve().parent / "presets"
-_MATCHERS = ("subclass_of", "decorated_with", "module_assigns")
-_KEYS = frozenset({"methods", *_MATCHERS, "in_files_importing", "captured_by", "unless", "conditional"})
+_MATCHERS = ("subclass_of", "decorated_with", "module_assigns", "functions")
+_KEYS = frozenset({"methods", *_MATCHERS, "in_files_importing", "captured_by", "unless", "conditional", "users"})
 
 
 @dataclass(frozen=True)
@@ -42,11 +45,21 @@ class EntryPoint:
     captured_by: str = ""
     unless: str = ""
     conditional: bool = True
+    functions: tuple[str, ...] = ()  # `module:object` globs of the framework's own functions (library.py)
+    users: bool = False  # library surface: the framework's users capture it, by their choice
 
     def note(self) -> str:
         """The message suffix of a finding reached from this entry point."""
         unless = f"; not when {self.unless}" if self.unless else ""
+        if self.users:
+            how = f": {self.captured_by}" if self.captured_by else ""
+            return f" (captured by users through {self.framework}{how}{unless}; capturing is their choice)"
         return f" (captured by {self.framework}: {self.captured_by}{unless})"
+
+
+def glob_entry(entry: str) -> EntryPoint:
+    """The entry point of a `capture-entry-points` glob: library surface, named by the glob."""
+    return EntryPoint(f"capture-entry-points `{entry}`", (), functions=(entry,), users=True)
 
 
 @dataclass(frozen=True)
@@ -80,11 +93,16 @@ def load_preset(path: Path) -> Preset:
             raise DenpexError(f"{where}: unknown key(s) {sorted(set(ep) - _KEYS) if isinstance(ep, dict) else ep}")
         if not any(ep.get(m) for m in _MATCHERS):
             raise DenpexError(f"{where}: needs one of {', '.join(_MATCHERS)}")
+        functions = _strings(ep.get("functions"), where)
+        if any(library.parse(f) is None for f in functions):
+            raise DenpexError(f"{where}: functions are `module:object` globs")
+        users = bool(ep.get("users", bool(functions)))
         eps.append(EntryPoint(
-            fw, _strings(ep.get("methods"), where) or ("forward",), _strings(ep.get("subclass_of"), where),
-            _strings(ep.get("decorated_with"), where), _strings(ep.get("module_assigns"), where),
-            _strings(ep.get("in_files_importing"), where), str(ep.get("captured_by") or ""),
-            str(ep.get("unless") or ""), bool(ep.get("conditional", True))))
+            f"the {fw} preset" if users else fw, _strings(ep.get("methods"), where) or ("forward",),
+            _strings(ep.get("subclass_of"), where), _strings(ep.get("decorated_with"), where),
+            _strings(ep.get("module_assigns"), where), _strings(ep.get("in_files_importing"), where),
+            str(ep.get("captured_by") or ""), str(ep.get("unless") or ""),
+            users or bool(ep.get("conditional", True)), functions, users))
     return Preset(fw, _strings(data.get("detect"), f"{path}: detect"), tuple(eps))
 
 
@@ -96,6 +114,20 @@ def presets() -> tuple[Preset, ...]:
 def _imports(ix: FileIndex, prefixes: tuple[str, ...]) -> bool:
     mods = ix.imports.all_modules()
     return any(m == p or m.startswith(p + ".") for m in mods for p in prefixes)
+
+
+def _inside(ix: FileIndex, prefixes: tuple[str, ...]) -> bool:
+    """The file is a module of one of the packages (the framework's own tree, whose imports may be relative)."""
+    return any(m == p or m.startswith(p + ".") for m in module_names(ix.path) for p in prefixes)
+
+
+def _own_names(values: Values, ix: FileIndex, cls: ClassInfo) -> list[str]:
+    """The qualified names of a workspace class and its workspace ancestors (`megatron.core.optimizer.optimizer.
+    MegatronOptimizer`): what a preset's `subclass_of` names when the framework's own tree is scanned."""
+    out: list[str] = []
+    for cix, c in values.mro(ix, cls):
+        out.extend(f"{m}.{c.name}" for m in module_names(cix.path))
+    return out
 
 
 def _same_class(found: str, wanted: str) -> bool:
@@ -137,16 +169,24 @@ def _registered(ix: FileIndex, names: tuple[str, ...]) -> set[str]:
     return out
 
 
-def _selected(ix: FileIndex, ep: EntryPoint, values: Values) -> list[tuple[ClassInfo, FuncInfo]]:
-    if ep.in_files_importing and not _imports(ix, ep.in_files_importing):
-        return []
+def _selected(ix: FileIndex, ep: EntryPoint, values: Values, own: bool, imports: bool) -> list[FuncInfo]:
+    """The functions of this file an entry point selects (`own`: the file is in the framework's own tree;
+    `imports`: it imports the framework or is in its tree, which class matchers need and globs do not)."""
+    out: list[FuncInfo] = []
+    if ep.functions:
+        out.extend(fn for f in ep.functions for _cls, fn in library.selected(ix, f))
+    if not imports or not (ep.subclass_of or ep.decorated_with or ep.module_assigns):
+        return out
+    if ep.in_files_importing and not _imports(ix, ep.in_files_importing) and not _inside(ix, ep.in_files_importing):
+        return out
     registered = _registered(ix, ep.module_assigns) if ep.module_assigns else set()
-    out: list[tuple[ClassInfo, FuncInfo]] = []
     for cls in list(ix.classes.values()):
         ok = cls.name in registered
         if not ok and ep.subclass_of:
             bases = values.library_bases(ix, cls)
             ok = any(_same_class(b, w) for b in bases for w in ep.subclass_of)
+            if not ok and own:
+                ok = any(_same_class(n, w) for n in _own_names(values, ix, cls) for w in ep.subclass_of)
         if not ok and ep.decorated_with:
             ok = any(_same_class(d, w) for d in _decorators(ix, cls) for w in ep.decorated_with)
         if not ok:
@@ -156,16 +196,18 @@ def _selected(ix: FileIndex, ep: EntryPoint, values: Values) -> list[tuple[Class
                 fn = c.methods.get(m)
                 if fn is not None:
                     if cix is ix:  # a method inherited from another file is that file's entry point
-                        out.append((cls, fn))
+                        out.append(fn)
                     break
     return out
 
 
 def _configured(ix: FileIndex, entries: frozenset[str]) -> list[tuple[FuncInfo, str]]:
-    """`pkg.mod:Class.method` / `pkg.mod:function` entries that name a function of this file."""
+    """`pkg.mod:Class.method` / `pkg.mod:function` entries that name a function of this file (globs: library.py)."""
     names = set(module_names(ix.path))
     out: list[tuple[FuncInfo, str]] = []
     for entry in sorted(entries):
+        if library.is_glob(entry):
+            continue
         mod, _, obj = entry.partition(":")
         if mod not in names or not obj:
             continue
@@ -188,6 +230,19 @@ def _words_of(pr: Preset) -> tuple[str, ...]:
     return tuple(sorted(out))
 
 
+@cache
+def _function_words(pr: Preset) -> tuple[str, ...]:
+    return tuple(sorted({w for ep in pr.entry_points for f in ep.functions for w in library.words(f)}))
+
+
+@cache
+def _entry_words(entries: frozenset[str]) -> tuple[str, ...]:
+    out: set[str] = set()
+    for e in entries:
+        out |= set(library.words(e)) if library.is_glob(e) else {e.partition(":")[2].rsplit(".", 1)[-1]}
+    return tuple(sorted(w for w in out if w))
+
+
 def may_have_entries(text: str, entries: frozenset[str]) -> bool:
     """Cheap text prefilter: a preset's framework and one of its class, decorator or registry names are named in
     the file (a class that reaches a framework base only through another workspace file is not selected), or a
@@ -195,7 +250,9 @@ def may_have_entries(text: str, entries: frozenset[str]) -> bool:
     for pr in presets():
         if any(p.split(".", 1)[0] in text for p in pr.detect) and any(w in text for w in _words_of(pr)):
             return True
-    return any(e.partition(":")[2].rsplit(".", 1)[-1] in text for e in entries)
+        if any(w in text for w in _function_words(pr)):  # the framework's own functions (library.py)
+            return True
+    return any(w in text for w in _entry_words(entries))
 
 
 def entry_regions(ix: FileIndex, values: Values, entries: frozenset[str] = frozenset()) -> list[CaptureRegion]:
@@ -215,10 +272,14 @@ def entry_regions(ix: FileIndex, values: Values, entries: frozenset[str] = froze
 
     for fn, _entry in _configured(ix, entries):
         add(fn, None)
+    for entry in sorted(e for e in entries if library.is_glob(e)):
+        glob = glob_entry(entry)
+        for _cls, fn in library.selected(ix, entry):
+            add(fn, glob)
     for pr in presets():
-        if not _imports(ix, pr.detect):
-            continue
+        own = _inside(ix, pr.detect)
+        imports = own or _imports(ix, pr.detect)
         for ep in pr.entry_points:
-            for _cls, fn in _selected(ix, ep, values):
+            for fn in _selected(ix, ep, values, own, imports):
                 add(fn, ep)
     return out

@@ -13,7 +13,10 @@ Recognised openers (any import spelling, resolved through names.py):
   the mode and options may come from a `**kwargs` dict; a mode the text leaves open (a variable, an unreadable
   `**kwargs`) opens an `uncertain` region, whose findings are at most warnings;
 - project wrappers: a `@contextmanager` that yields inside `torch.cuda.graph`, a function that returns
-  `torch.cuda.graph(...)`, and the names listed in configuration (`capture-wrappers`).
+  `torch.cuda.graph(...)`, and the names listed in configuration (`capture-wrappers`);
+- built-in accelerator and library openers (openers.py): DeepSpeed's `get_accelerator().capture_to_graph(g)`,
+  `thunder.jit(fn, use_cudagraphs=True)` / `transforms=[CUDAGraphTransform()]`, and tensordict's
+  `CudaGraphModule(TensorDictModule(module, ...))` taken through to `module`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,13 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
+from denpex.source.capture.openers import (
+    BUILTIN_CAPTURE_WRAPPERS,
+    THUNDER_JIT,
+    THUNDER_WORDS,
+    through_wrappers,
+    thunder_uses_cudagraphs,
+)
 from denpex.source.resolve.index import (
     GRAPHED_CALLABLE_WORDS,
     FileIndex,
@@ -312,7 +322,7 @@ def find_regions(
     ix: FileIndex, wrappers: set[str] | frozenset[str] = frozenset(), cudagraph_flag: bool | None = None,
     graphed: frozenset[str] = frozenset(),
 ) -> list[CaptureRegion]:
-    wrapper_names = set(wrappers) | contextmanager_wrappers(ix)
+    wrapper_names = set(wrappers) | contextmanager_wrappers(ix) | BUILTIN_CAPTURE_WRAPPERS
     if ix.src.lazy is not None:
         _ask_for_openers(ix, wrapper_names)
     caps = ix.caps
@@ -366,17 +376,21 @@ def find_regions(
         if extra:
             calls = sorted({c.id: c for w in extra for c in [*calls, *calls_named(ix.src, w)]}.values(),
                            key=lambda n: n.start_byte)
+    if any(ix.has(w.encode()) for w in THUNDER_WORDS):  # thunder.jit with CUDA graphs (openers.py)
+        ix.src.need_word("jit")
+        calls = sorted({c.id: c for c in [*calls, *calls_named(ix.src, "jit")]}.values(), key=lambda n: n.start_byte)
     for call in calls:
         f = call.child_by_field_name("function")
         if f is None:
             continue
         q = ix.qualname(f)
-        if _is_graphed_callable(q, graphed):
+        if _is_graphed_callable(q, graphed) or (q in THUNDER_JIT and thunder_uses_cudagraphs(ix, call)):
             pos = positional(call)
             if not pos:
                 continue
             target = strip_parens(pos[0])
             callables = list(target.named_children) if target.type in ("tuple", "list") else [target]
+            callables = [through_wrappers(ix, c) for c in callables]
             regions.append(
                 CaptureRegion(kind="graphed_callables", ix=ix, site=call, anchor=ix.src.nav.statement_of(call),
                               callables=callables)

@@ -1,0 +1,1 @@
+from .optimizer import ChainedOptimizer, MegatronOptimizer, MixedPrecisionOptimizer
