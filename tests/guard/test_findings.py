@@ -372,7 +372,8 @@ for _ in range(2):
     # @replay
     g.replay()
 """)
-    f = run.only("replay-frozen-python-scalar")
+    f = run.only("replay-frozen-branch")
+    assert f.code == "DPX310"
     assert f.message == (
         f"branch condition 'use_bias' at {run.at('cond')} ({source}) was True when the graph was captured at "
         f"{run.at('begin')} and is False at this replay ({run.at('replay')}): the graph keeps the branch "

@@ -4,7 +4,8 @@
 - moved input: a live input's storage now starts at another address (`.data =`, `set_`, `resize_`);
 - rebound / shape change: a name that held a static input at capture holds another tensor now, and the
   captured tensor was not written since the last replay;
-- Python value frozen: a scalar a captured line read has another value now;
+- Python value frozen: a scalar a captured line read has another value now (replay-frozen-branch where it was
+  a branch condition, replay-frozen-python-scalar otherwise);
 - side effect skipped: a counter the captured code incremented (first replay only);
 - output kept: the references held to an output grew at two replays in a row (entries collected in a list)."""
 
@@ -216,14 +217,16 @@ def _frozen(rec: GraphRecord, values: list[Value], here: Replay, reporter: Repor
         if type(now) is type(v.value) and now == v.value:
             continue
         label = v.root.label()
-        if v.condition:
+        if v.condition:  # the rule book's replay-frozen-branch: the value decided which kernels were recorded
+            rule = "replay-frozen-branch"
             text = (f"branch condition {label!r} at {v.line} ({v.source}) was {v.value!r} when the graph was "
                     f"captured at {rec.site} and is {now!r} at this replay ({here.at}): the graph keeps the "
                     "branch taken at capture")
         else:
+            rule = "replay-frozen-python-scalar"
             text = (f"{label!r} was {v.value!r} when the graph was captured at {rec.site} (read at {v.line}: "
                     f"{v.source}) and is {now!r} at this replay ({here.at}): the graph keeps using {v.value!r}")
-        reporter.report(Finding("replay-frozen-python-scalar", text + (
+        reporter.report(Finding(rule, text + (
             "; pass it as a device tensor the graph reads (fill_() it before replay), or capture one graph "
             "per value")), (id(rec), "frozen", label, v.line))
 

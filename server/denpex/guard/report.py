@@ -18,6 +18,7 @@ CODES: dict[str, str] = {
     "replay-python-side-effects": "DPX304",
     "replay-shape-change": "DPX305",
     "replay-differs-from-eager": "DPX308",
+    "replay-frozen-branch": "DPX310",
 }
 
 PREFIX = "denpex-guard"

@@ -37,7 +37,7 @@ def close(a: object, b: object) -> bool:
 
 
 def cases() -> list[Path]:
-    return sorted(p for p in HERE.glob("replay-*.py") if not p.stem.endswith("--clean"))
+    return sorted(p for pat in ("replay-*.py", "compile-*.py") for p in HERE.glob(pat) if not p.stem.endswith("--clean"))
 
 
 def write_fixes() -> int:

@@ -36,7 +36,9 @@ def _assignment(w: Walk, node: Node, frame: Frame) -> None:
     if obj is None or key is None or key.type not in _KEYS or obj.type not in ("identifier", "attribute"):
         return
     target = ix.text(left)
-    if not any(n.type == "subscript" and ix.text(n) == target for n in walk(right)):
+    aliases = _aliases(ix, node, target, frame)
+    if not any((n.type == "subscript" and ix.text(n) == target) or (n.type == "identifier" and ix.text(n) in aliases)
+               for n in walk(right)):
         return  # `td["out"] = f(td["h"])`: another key, the input stays where the host refreshes it
     host = _host_object(w, obj, frame)
     if host is None:
@@ -48,8 +50,25 @@ def _assignment(w: Walk, node: Node, frame: Frame) -> None:
     w.report(_HAZARD, left, frame, message=(
         f"`{target}` is rebound to this captured output, so after the capture `{host}[{ix.text(key)}]` is the "
         f"graph's output buffer; {where(rix, at)} refreshes it in place before a replay, which writes into the "
-        "output, not the input the graph reads: every replay reads the capture-time input (silently wrong). "
+        "output, not the input the graph reads: every replay reads the capture-time input tensor (or its freed "
+        "memory) instead (silently wrong). "
         "Write the output under another key, or refresh the input tensor captured"))
+
+
+def _aliases(ix: FileIndex, node: Node, target: str, frame: Frame) -> set[str]:
+    """Local names bound to `target` earlier in the same function (`raw = td["h"]`, then `td["h"] = f(raw)`)."""
+    fn = frame.func.node if frame.func is not None else None
+    if fn is None:
+        return set()
+    out: set[str] = set()
+    for n in walk(fn):
+        if n.start_byte >= node.start_byte:
+            break
+        if n.type == "assignment":
+            left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+            if left is not None and right is not None and left.type == "identifier" and ix.text(right) == target:
+                out.add(ix.text(left))
+    return out
 
 
 def _host_object(w: Walk, obj: Node, frame: Frame) -> str | None:
