@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from tree_sitter import Node
 
 from denpex.source.resolve import callsites
+from denpex.source.resolve.args import bind
 from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, positional
 from denpex.source.resolve.values import (
     GUESS_CALLERS,
@@ -429,28 +430,7 @@ class Resolver:
 
     # ---- bindings ----------------------------------------------------------------------------------------
     def _bind(self, ix: FileIndex, call: Node, fn: FuncInfo, env: Env, drop_self: bool, skip: int = 0) -> Env:
-        params = list(fn.params)
-        if params and params[0] in ("self", "cls") and fn.class_name is not None:
-            params = params[1:]
-        params = params[skip:]
-        args = call.child_by_field_name("arguments")
-        if args is None:
-            return EMPTY_ENV
-        pairs: list[tuple[str, Binding]] = []
-        i = 0
-        for a in args.named_children:
-            if a.type == "keyword_argument":
-                n = a.child_by_field_name("name")
-                v = a.child_by_field_name("value")
-                if n is not None and v is not None:
-                    pairs.append((ix.text(n), Binding(ix, v, env)))
-            elif a.type in ("list_splat", "dictionary_splat", "comment"):
-                continue
-            else:
-                if i < len(params):
-                    pairs.append((params[i], Binding(ix, a, env)))
-                i += 1
-        return Env(tuple(pairs))
+        return Env(tuple((name, Binding(ix, v, env)) for name, v in bind(ix, call, fn, skip).items()))
 
     def _from_call_sites(self, ix: FileIndex, fn_node: Node, param: str, depth: int) -> list[Target]:
         """The callables passed for parameter `param` at the calls of its function in the file, remembered per
@@ -465,7 +445,6 @@ class Resolver:
             params = params[1:]
         if param not in params:
             return []
-        pos = params.index(param)
         ix.watched.add(info.name)  # a call of it added anywhere in the file may bind the parameter
         key = (id(ix), fn_node.id, param)
         memo = self.values.targets_memo
@@ -487,20 +466,7 @@ class Resolver:
                 if owner is not None:
                     read.append((owner.node.start_byte, owner.node.end_byte))
                     ix.touched.append(read[-1])
-                args = call.child_by_field_name("arguments")
-                if args is None:
-                    continue
-                chosen: Node | None = None
-                i = 0
-                for a in args.named_children:
-                    if a.type == "keyword_argument":
-                        n = a.child_by_field_name("name")
-                        if n is not None and ix.text(n) == param:
-                            chosen = a.child_by_field_name("value")
-                    elif a.type not in ("list_splat", "dictionary_splat", "comment"):
-                        if i == pos:
-                            chosen = a
-                        i += 1
+                chosen = bind(ix, call, info).get(param)
                 if chosen is not None:
                     out.extend(self.resolve_callable(ix, chosen, EMPTY_ENV, 1))
         finally:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
-from denpex.source.resolve.args import _call_arguments, _kwarg
+from denpex.source.resolve.args import _kwarg, bind
 from denpex.source.syntax.parse import own_nodes, strip_parens
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def _return_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: Pa
     body = fn.body
     if body is None or depth > 6:
         return UNKNOWN
-    bound = _call_arguments(ix, call, fn.params)
+    bound = bind(ix, call, fn)
 
     def callee_params(name: str, node: Node) -> Kind | None:
         holder = ix.enclosing_function(node)

@@ -21,7 +21,8 @@ from typing import Any, Protocol
 from tree_sitter import Node
 
 from denpex.source.resolve import callsites
-from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, kwarg, positional
+from denpex.source.resolve.args import bind
+from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, positional
 from denpex.source.syntax.parse import strip_parens
 
 MAX_VALUES = 8  # per expression; more is unknown
@@ -614,21 +615,5 @@ def _param_node(ix: FileIndex, fn: FuncInfo, name: str) -> Node | None:
 
 
 def _argument(ix: FileIndex, call: Node, fn: FuncInfo, name: str) -> Node | None:
-    """The argument of `call` (in `ix`) bound to parameter `name` of `fn` (`self` skipped for methods)."""
-    kw = kwarg(ix, call, name)
-    if kw is not None:
-        return kw
-    params = list(fn.params)
-    if params and params[0] in ("self", "cls") and fn.class_name is not None:
-        params = params[1:]
-    if name not in params:
-        return None
-    i = params.index(name)
-    args = call.child_by_field_name("arguments")
-    if args is None:
-        return None
-    pos = [a for a in args.named_children if a.type not in ("keyword_argument", "comment", "list_splat",
-                                                              "dictionary_splat")]
-    if any(a.type in ("list_splat",) for a in args.named_children):
-        return None
-    return pos[i] if i < len(pos) else None
+    """The argument of `call` (in `ix`) bound to parameter `name` of `fn` (args.bind)."""
+    return bind(ix, call, fn).get(name)
