@@ -91,3 +91,19 @@ def test_preset_functions_are_checked_at_load(tmp_path: Path) -> None:
     ok.write_text("framework: X\ndetect: [x]\nentry_points:\n  - functions: ['x.mod:*.forward']\n")
     (ep,) = load_preset(ok).entry_points
     assert ep.users and ep.conditional and "captured by users through the X preset" in ep.note()
+
+
+def test_an_overload_stub_is_not_the_function(tmp_path: Path) -> None:
+    """flashinfer's `run` and `single_decode_with_kv_cache` are declared with `@overload` stubs before the
+    implementation: the glob selects the implementation (a stub's `...` body holds nothing)."""
+    (tmp_path / "flashinfer").mkdir()
+    (tmp_path / "flashinfer" / "__init__.py").write_text("")
+    (tmp_path / "flashinfer" / "decode.py").write_text(
+        "from typing import overload\n\nimport torch\n\n\n"
+        "@overload\ndef single_decode_with_kv_cache(q: torch.Tensor) -> torch.Tensor: ...\n\n\n"
+        "def single_decode_with_kv_cache(q):\n    return q / q.max().item()\n\n\n"
+        "class BatchDecodeWithPagedKVCacheWrapper:\n"
+        "    @overload\n    def run(self, q: torch.Tensor) -> torch.Tensor: ...\n\n"
+        "    def run(self, q):\n        return q * float(q.sum())\n")
+    assert [(d["line"], d["rule"], d["severity"]) for d in _scan(tmp_path)] == [
+        (11, "capture-item-sync", "warning"), (19, "capture-item-sync", "warning")]

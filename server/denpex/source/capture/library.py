@@ -77,38 +77,57 @@ def words(entry: str) -> tuple[str, ...]:
     return (g.module.rsplit(".", 1)[-1],)
 
 
-def _names_like(ix: FileIndex, pattern: str, table: dict[str, object]) -> list[str]:
-    """Names in `table` the pattern matches; in a lazily parsed file, the definitions it names are asked for first
-    (see chunks.py), so a glob sees the classes and functions the tree does not hold yet."""
-    if not is_glob(pattern):
-        return [pattern] if table.get(pattern) is not None else []
+def _ask_for(ix: FileIndex, pattern: str) -> None:
+    """In a lazily parsed file, ask for the definitions a pattern names (see chunks.py): the analysis is run again
+    with them parsed, so a glob sees classes and functions the tree does not hold yet."""
     lazy = ix.src.lazy
-    if lazy is not None:
-        for raw in list(lazy.defs):
-            name = raw.decode("utf-8", "surrogatepass")
-            if fnmatchcase(name, pattern):
-                ix.src.need_def(name)
-    return [n for n in list(table) if fnmatchcase(n, pattern)]
+    if lazy is None:
+        return
+    for raw in list(lazy.defs):
+        name = raw.decode("utf-8", "surrogatepass")
+        if fnmatchcase(name, pattern):
+            ix.src.need_def(name)
+
+
+def _top_level(fn: FuncInfo) -> bool:
+    p = fn.node.parent
+    if p is not None and p.type == "decorated_definition":
+        p = p.parent
+    return p is not None and p.type == "module"
+
+
+def _overload(ix: FileIndex, fn: FuncInfo) -> bool:
+    """A `typing.overload` stub: its body is `...`, the implementation is the def without the decorator."""
+    return any(ix.text(d).lstrip("@").strip().rsplit(".", 1)[-1] == "overload" for d in fn.decorators)
 
 
 def selected(ix: FileIndex, entry: str) -> list[tuple[ClassInfo | None, FuncInfo]]:
     """The functions of this file a glob entry names: methods defined in the file's own classes (an inherited
-    method is its defining file's), or module-level functions."""
+    method is its defining file's), or module-level functions; `@overload` stubs are not the function."""
     g = parse(entry)
     if g is None or not module_matches(g.module, module_names(ix.path)):
         return []
+    _ask_for(ix, g.cls or g.name)
     out: list[tuple[ClassInfo | None, FuncInfo]] = []
-    if not g.cls:
-        for n in _names_like(ix, g.name, ix.module_funcs):  # type: ignore[arg-type]
-            fn = ix.module_funcs.get(n)
-            if fn is not None:
-                out.append((None, fn))
-        return out
-    for cn in _names_like(ix, g.cls, ix.classes):  # type: ignore[arg-type]
-        cls = ix.classes.get(cn)
-        if cls is None:
+    for fn in ix.functions:
+        if not fnmatchcase(fn.name, g.name) or _overload(ix, fn):
             continue
-        for m in sorted(cls.methods):
-            if fnmatchcase(m, g.name):
-                out.append((cls, cls.methods[m]))
+        if not g.cls:
+            if fn.class_name is None and _top_level(fn):
+                out.append((None, fn))
+            continue
+        if fn.class_name is None or not fnmatchcase(fn.class_name, g.cls):
+            continue
+        cls = ix.classes.get(fn.class_name)
+        if cls is not None and fn.node.parent is not None and _in_class(fn, cls):
+            out.append((cls, fn))
     return out
+
+
+def _in_class(fn: FuncInfo, cls: ClassInfo) -> bool:
+    """The function is a method of this class itself (not of a nested or same-named class elsewhere)."""
+    p = fn.node.parent
+    if p is not None and p.type == "decorated_definition":
+        p = p.parent
+    owner = p.parent if p is not None and p.type == "block" else None
+    return owner is not None and owner.id == cls.node.id
