@@ -23,9 +23,6 @@ GOLD = read_gold(FRESH)
 
 # file -> why Denpex misses it (each needs code in server/denpex/logs, not a rule file; see the report)
 MISSES = {
-    "19_gptfast_triton_error_before_assert.log":
-        "cuda-device-side-assert takes the host's 'Triton Error [CUDA]: device-side assert triggered' (line 3), "
-        "printed before the device's assertion lines it reports; the assertion (line 4) should win",
     "31_trtllm_abort_stack_only.log":
         "process-crash-signal gives a high-confidence verdict to a bare 'Aborted (core dumped)' after an "
         "Open MPI backtrace: collateral, the assertion that aborted is not in the excerpt",

@@ -370,6 +370,7 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
     verdict: Verdict | None = None
     if initiating:
         first, wrapped = events.unwrap(initiating[0], findings)
+        first = events.device_report(first, initiating)
         verdict = _verdict_for(c, book, first, "high" if first.role == "initiating" else "low")
         wrapped = wrapped or first.wrapped_by
         if wrapped is not None:

@@ -97,6 +97,24 @@ def specific_first(findings: list[Finding], promoted: list[Finding] | None = Non
     return out
 
 
+DEVICE_VARIANT = "device printf"  # the variant of a rule's signature for a kernel's own printf
+DEVICE_LINES = 50  # lines after a host's report of a kernel's failure in which the kernel's own printf is looked for
+
+
+def device_report(first: Finding, initiating: list[Finding]) -> Finding:
+    """The kernel's own report of a failure (its assertion printf: 'block: [..], thread: [..] Assertion ...
+    failed.') over the host's report of it ('device-side assert triggered'), which the runtime can raise, and
+    the program print, before the device's printf buffer is flushed at the next synchronisation."""
+    if first.variant.startswith(DEVICE_VARIANT):
+        return first
+    for f in initiating:
+        if (f.rule == first.rule and first.line < f.line <= first.line + DEVICE_LINES
+                and f.variant.startswith(DEVICE_VARIANT)
+                and (f.who.key() == first.who.key() or unattributed(f) or unattributed(first))):
+            return f
+    return first
+
+
 def unattributed(f: Finding) -> bool:
     return f.who.rank is None and f.who.local_rank is None and f.who.process is None
 
