@@ -25,7 +25,9 @@ TREES = {  # workspace -> what its findings' messages must name
     "flash_attention": "captured by users through the flash-attention preset",
     "glob": "captured by users through capture-entry-points `mylib.layers:*.forward`",
     "megatron": "captured by Megatron-LM: megatron/core/optimizer/optimizer_cuda_graph.py",
-    "nemo": "captured by NeMo: nemo/collections/asr/parts/submodules/transducer_decoding/rnnt_label_looping.py",
+    # NeMo's own decoders' graphs, and users' graphs around the preprocessor
+    "nemo": "captured by NeMo: nemo/collections/asr/parts/submodules/transducer_decoding/rnnt_label_looping.py"
+            "|captured by users through the NeMo preset: the user's torch.cuda.graph around the ASR preprocessor",
 }
 
 
@@ -48,7 +50,8 @@ def test_library_tree(tree: str) -> None:
     assert not s.missed, "missed: " + "; ".join(f"{p}:{ln} {r}" for p, ln, r in sorted(s.missed))
     assert not s.false_positives, "false: " + "; ".join(describe(f) for f in s.false_positives)
     assert all(d["severity"] == "warning" for d in diags), [(d["line"], d["severity"]) for d in diags]
-    assert all(TREES[tree] in str(d["message"]) for d in diags), [d["message"] for d in diags]
+    wanted = TREES[tree].split("|")
+    assert all(any(w in str(d["message"]) for w in wanted) for d in diags), [d["message"] for d in diags]
 
 
 def test_the_same_code_under_another_package_is_not_the_library() -> None:
