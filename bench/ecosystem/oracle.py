@@ -132,32 +132,56 @@ def bucket(jedi_defs: list[Def], jedi_outside: str | None, denpex: list[Def], li
 
 
 REASONS = {
+    "relative_import": "a name bound by a relative import (`from ..utils import f`, or its module or class)",
+    "self_method_relative_base": "self.m() of a base class imported relatively (`from .base import Base`)",
     "constructor": "a class called: its __init__ is not entered",
+    "class_attr": "a method called on a class name (`Manager.is_enabled()`: class/static method)",
     "self_attr": "method or call of a constructor-stored attribute (self.a.m(), self.a())",
     "param_attr": "method of a parameter (p.m())",
     "param": "a parameter called (a callable passed in)",
     "local_attr": "method of a local whose value comes from a call or expression",
     "local": "a local bound to a callable (alias, factory result)",
-    "import": "an imported name (re-export through a package, alias, relative import)",
+    "import": "an imported name (absolute import, re-export through a package)",
     "star_import": "a name from a star import",
-    "module_attr": "an attribute of an imported module or class (mod.f(), Cls.m())",
+    "module_attr": "an attribute of an imported module (mod.f())",
     "self_method": "a method of self not found (base class in another module, mixin, dynamic base)",
     "super": "super().m()",
     "cls_method": "cls.m() in a classmethod",
+    "kernel_launch": "a Triton kernel launch `kernel[grid](...)` (GPU code: nothing to walk)",
+    "lambda": "the target is a lambda",
     "chained": "method of a call's result or a subscript (f().m(), xs[i].m())",
-    "decorated": "the target is decorated (the decorator's wrapper, functools.wraps)",
     "global": "a module-level name that is not a def (assigned)",
     "other": "other",
 }
 
 
-def reason(shape: str, jedi_defs: list[Def], decorated: bool) -> str:
+def reason(shape: str, detail: str, jedi_defs: list[Def]) -> str:
     """Why Denpex missed a call jedi resolves, from the callee's shape (syntax and Denpex's own name lookup)."""
-    if any(j.kind == "class" for j in jedi_defs) and shape in ("name", "import", "module_attr", "star_import"):
+    if jedi_defs and all(j.name == "<lambda>" for j in jedi_defs):
+        return "lambda"
+    if shape == "chained" and detail == "callee subscript" and all(j.kind == "function" for j in jedi_defs):
+        return "kernel_launch"
+    if any(j.kind == "class" for j in jedi_defs) and shape in ("name", "import", "module_attr", "star_import",
+                                                             "relative_import", "class_attr"):
         return "constructor"
-    if decorated and shape in ("name", "import", "module_attr", "self_method"):
-        return "decorated"
     return shape if shape in REASONS else "other"
+
+
+_RELATIVE: dict[str, tuple[str, frozenset[str]]] = {}  # path -> (the text read, its relative names)
+
+
+def relative_names(text: str) -> frozenset[str]:
+    """Names a file binds with relative imports (`from .m import a, b as c`, `from . import m`), from its text."""
+    import re
+
+    out: set[str] = set()
+    for m in re.finditer(r"^[ \t]*from[ \t]+\.[\w.]*[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", text, re.M):
+        body = re.sub(r"#[^\n]*", "", m.group(1)).strip("() \t\n")
+        for part in body.split(","):
+            words = part.split()
+            if words:
+                out.add(words[-1])  # `a as c`: c is bound
+    return frozenset(out)
 
 
 # ---- Denpex side ------------------------------------------------------------------------------------------
@@ -195,7 +219,7 @@ def _denpex_calls(root: Path, walk_compile: bool = False) -> tuple[list[Call], f
                     continue
         rules = rule_set(())  # traversal only: the walker follows calls the same with no detector enabled
         guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in cfg.guards)
-        calls: dict[tuple[str, int], Call] = {}
+        calls: dict[tuple[str, int, int], Call] = {}
         regions_n = [0]
 
         class Recording(Resolver):
@@ -213,7 +237,7 @@ def _denpex_calls(root: Path, walk_compile: bool = False) -> tuple[list[Call], f
 
         def record(site: Any, targets: list[Target]) -> None:
             ix, node = site.frame.ix, site.node
-            k = (ix.path, node.start_byte)
+            k = (ix.path, node.start_byte, node.end_byte)  # `f().g()` and `f()` start at the same byte
             c = calls.get(k)
             if c is None:
                 c = calls[k] = _call_of(ix, site, root)
@@ -230,7 +254,7 @@ def _denpex_calls(root: Path, walk_compile: bool = False) -> tuple[list[Call], f
                 if site.frame.depth >= self.max_depth:
                     # the walker stops here (max-depth) and resolves nothing: ask the resolver as the walker
                     # would one level deeper, so the oracle judges resolution, not the depth setting
-                    calls[(site.frame.ix.path, site.node.start_byte)].at_depth_limit = True
+                    calls[(site.frame.ix.path, site.node.start_byte, site.node.end_byte)].at_depth_limit = True
                     record(site, res.resolve_call(site.frame.ix, site.node, site.frame.env))
                     return
                 res.pending = site
@@ -306,7 +330,7 @@ def _call_of(ix: Any, site: Any, root: Path) -> Call:
         at = f.child_by_field_name("attribute")
     else:
         line, col = ix.src.start(f)
-        return Call(path, line + 1, col, text, "chained", f.type, site.qualname)
+        return Call(path, line + 1, col, text, "chained", f"callee {f.type}", site.qualname)
     line, col = ix.src.start(at)
     shape, detail = _shape(ix, f)
     q = site.qualname
@@ -332,6 +356,14 @@ def _ws_missing(q: str) -> bool:
     return True
 
 
+def _relative(ix: Any) -> frozenset[str]:
+    text = ix.src.text
+    got = _RELATIVE.get(ix.path)
+    if got is None or got[0] is not text:
+        got = _RELATIVE[ix.path] = (text, relative_names(text))
+    return got[1]
+
+
 def _shape(ix: Any, f: Any) -> tuple[str, str]:
     """The callee's shape for the miss reasons: what kind of name or receiver it is, by Denpex's own lookup."""
     if f.type == "identifier":
@@ -348,7 +380,7 @@ def _shape(ix: Any, f: Any) -> tuple[str, str]:
             return "name", "def in file"
         q = ix.imports.lookup(name)
         if q is not None:
-            return "import", q
+            return ("relative_import" if name in _relative(ix) else "import"), q
         if b"import *" in ix.src.data:
             return "star_import", ""
         return "name", "unbound"
@@ -360,7 +392,11 @@ def _shape(ix: Any, f: Any) -> tuple[str, str]:
     if obj.type == "identifier":
         o = ix.text(obj)
         if o == "self":
-            return "self_method", ""
+            cls = ix.enclosing_class(f)
+            rel = _relative(ix)
+            if cls is not None and any(b.rsplit(".", 1)[-1] in rel or b.split(".", 1)[0] in rel for b in cls.bases):
+                return "self_method_relative_base", ",".join(cls.bases)
+            return "self_method", ",".join(cls.bases) if cls is not None else ""
         if o == "cls":
             return "cls_method", ""
         assign, _scope, is_param = ix.lookup(o, obj)
@@ -370,7 +406,9 @@ def _shape(ix: Any, f: Any) -> tuple[str, str]:
             v = assign.value
             return "local_attr", v.type if v is not None else "bound"
         if ix.imports.lookup(o) is not None or o in ix.classes:
-            return "module_attr", ix.imports.lookup(o) or "class in file"
+            if o in _relative(ix):
+                return "relative_import", ix.imports.lookup(o) or ""
+            return ("class_attr" if o[:1].isupper() else "module_attr"), ix.imports.lookup(o) or "class in file"
         return "other", "unbound receiver"
     if obj.type == "attribute":
         root_obj = obj
@@ -387,7 +425,7 @@ def _shape(ix: Any, f: Any) -> tuple[str, str]:
             if is_param:
                 return "param_attr", "deep"
             if ix.imports.lookup(o) is not None:
-                return "module_attr", ix.imports.lookup(o) or ""
+                return ("relative_import" if o in _relative(ix) else "module_attr"), ix.imports.lookup(o) or ""
             if assign is not None:
                 return "local_attr", "deep"
         return "chained", obj.type
@@ -556,6 +594,7 @@ def run_project(name: str, root: Path, max_calls: int, budget_s: float, seed: in
     examples: dict[str, list[str]] = {}
     denpex_only: list[dict[str, Any]] = []
     different: list[dict[str, Any]] = []
+    misses: list[dict[str, Any]] = []
     lib_by_denpex = 0
     depth_limit: Counter[str] = Counter()
     for c, jd, outside, dec in checked:
@@ -568,12 +607,15 @@ def run_project(name: str, root: Path, max_calls: int, budget_s: float, seed: in
             outside_counts[outside or "denpex library"] += 1
             lib_by_denpex += c.lib
         elif b == "jedi_only":
-            r = reason(c.shape, jd, dec)
+            r = reason(c.shape, c.detail, jd)
             reasons[r] += 1
+            misses.append({"call": where, "callee": c.text, "shape": c.shape, "detail": c.detail, "reason": r,
+                           "jedi": [f"{_rel(rootr, j.path)}:{j.line} {j.name} ({j.kind})" for j in jd],
+                           "decorated": dec, "at_depth_limit": c.at_depth_limit})
             ex = examples.setdefault(r, [])
             if len(ex) < 6:
                 ex.append(f"{where} `{c.text}(...)` -> {_rel(rootr, jd[0].path)}:{jd[0].line} {jd[0].name}"
-                          + (f" [{c.detail}]" if c.detail else ""))
+                          + (f" [{c.detail}]" if c.detail else "") + (" (decorated)" if dec else ""))
         elif b in ("denpex_only", "different"):
             item = {"call": where, "callee": c.text, "shape": c.shape,
                     "denpex": [f"{_rel(rootr, d.path)}:{d.line} {d.name}" for d in c.denpex],
@@ -588,8 +630,29 @@ def run_project(name: str, root: Path, max_calls: int, budget_s: float, seed: in
         "same_share": round(counts["same"] / resolved_in_tree, 3) if resolved_in_tree else None,
         "at_depth_limit": dict(depth_limit), "out_of_tree": dict(outside_counts), "out_of_tree_known_to_denpex_as_library": lib_by_denpex,
         "miss_reasons": dict(reasons.most_common()), "miss_examples": examples,
-        "denpex_only": denpex_only, "different": different,
+        "denpex_only": denpex_only, "different": different, "jedi_only": misses,
     }
+
+
+def table(results: dict[str, Any]) -> str:
+    """The README's table: one row per project, then the miss reasons summed over the projects."""
+    rows = ["| project | regions | calls seen | checked | same | jedi only | Denpex only | different | out of tree "
+            "(torch / builtins / other / Denpex library) | neither | same / jedi in tree |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    total: Counter[str] = Counter()
+    for name, e in results.items():
+        b, o = e["buckets"], e["out_of_tree"]
+        share = f"{e['same_share']:.1%}" if e["same_share"] is not None else "-"
+        capped = "" if e["stopped"] == "all calls checked" else f" ({e['stopped']})"
+        rows.append(f"| {name} | {e['capture_regions']} | {e['calls_seen']} | {e['calls_checked']}{capped} | "
+                    f"{b.get('same', 0)} | {b.get('jedi_only', 0)} | {b.get('denpex_only', 0)} | "
+                    f"{b.get('different', 0)} | {b.get('out_of_tree', 0)} ({o.get('torch', 0)} / "
+                    f"{o.get('builtins', 0)} / {o.get('third_party', 0)} / {o.get('denpex library', 0)}) | "
+                    f"{b.get('neither', 0)} | {share} |")
+        total.update(e["miss_reasons"])
+    rows += ["", "| miss reason (jedi only) | calls | what |", "|---|---:|---|"]
+    rows += [f"| {r} | {n} | {REASONS.get(r, r)} |" for r, n in total.most_common()]
+    return "\n".join(rows) + "\n"
 
 
 def _denpex_source() -> str:
@@ -619,7 +682,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--walk-compile", action="store_true", help="also walk torch.compile(mode=reduce-overhead)"
                     " regions' callables, which a scan does not enter (stored under NAME+compile)")
+    ap.add_argument("--table", action="store_true", help="print the README table from --out and stop")
     args = ap.parse_args(argv)
+    if args.table:
+        print(table(json.loads(args.out.read_text(encoding="utf-8"))["projects"]), end="")
+        return 0
     names = [n for n, u in load_manifest() if not u]
     names = sorted(names, key=lambda n: (n not in FIRST, FIRST.index(n) if n in FIRST else 0))
     if args.only:
@@ -651,4 +718,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["Call", "Def", "asdict", "bucket", "in_tree", "matches", "outside_kind", "reason"]
+__all__ = ["Call", "Def", "asdict", "bucket", "in_tree", "matches", "outside_kind", "reason", "relative_names"]

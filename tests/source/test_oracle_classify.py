@@ -79,11 +79,21 @@ def test_buckets() -> None:
 
 
 def test_reasons() -> None:
-    assert ORC.reason("import", [klass(3)], False) == "constructor"
-    assert ORC.reason("self_attr", [klass(3)], False) == "self_attr"  # an instance stored on self, called
-    assert ORC.reason("name", [fn(3)], True) == "decorated"
-    assert ORC.reason("param_attr", [fn(3)], True) == "param_attr"
-    assert ORC.reason("nonsense", [fn(3)], False) == "other"
+    assert ORC.reason("import", "pkg.M", [klass(3)]) == "constructor"
+    assert ORC.reason("relative_import", "utils.M", [klass(3)]) == "constructor"
+    assert ORC.reason("self_attr", "", [klass(3)]) == "self_attr"  # an instance stored on self, called
+    assert ORC.reason("relative_import", "utils.f", [fn(3)]) == "relative_import"
+    assert ORC.reason("chained", "callee subscript", [fn(3)]) == "kernel_launch"  # kernel[grid](...)
+    assert ORC.reason("chained", "subscript", [fn(3)]) == "chained"  # xs[0].m(...)
+    assert ORC.reason("chained", "call", [fn(3)]) == "chained"
+    assert ORC.reason("local", "lambda", [fn(3, "<lambda>")]) == "lambda"
+    assert ORC.reason("nonsense", "", [fn(3)]) == "other"
+
+
+def test_relative_names() -> None:
+    text = ("from ..utils import (\n    cast,  # why\n    clamp as cl,\n)\nfrom . import base\n"
+            "from torch import nn\nimport os\n    from .inner import late\n")
+    assert ORC.relative_names(text) == {"cast", "cl", "base", "late"}
 
 
 def test_small_tree_end_to_end(tmp_path: Path) -> None:
