@@ -231,3 +231,22 @@ def dead_code(ix: FileIndex, node: Node) -> bool:
                 return True
         child, p = p, p.parent
     return False
+
+
+def param_defaults(ix: FileIndex, fn: Node) -> dict[str, Node]:
+    """The parameters of function `fn` that have a default, with the default's expression."""
+    params = fn.child_by_field_name("parameters")
+    out: dict[str, Node] = {}
+    for p in params.named_children if params is not None else []:
+        if p.type in ("default_parameter", "typed_default_parameter"):
+            name, value = p.child_by_field_name("name"), p.child_by_field_name("value")
+            if name is not None and value is not None:
+                out[ix.text(name)] = value
+    return out
+
+
+def has_splat(call: Node) -> bool:
+    """The call passes `*args` or `**kwargs`: which parameters it binds is not known from its text."""
+    args = call.child_by_field_name("arguments")
+    return args is None or args.type != "argument_list" or any(
+        a.type in ("list_splat", "dictionary_splat") for a in args.named_children)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from denpex.source.capture.regions import CaptureRegion
-from denpex.source.engine.facts import const_truth
+from denpex.source.engine.facts import _UNKNOWN, const_truth, const_value, has_splat, param_defaults
 from denpex.source.engine.hits import Hit, Sink, branch_head, call_parts, stmt_of
 from denpex.source.fixes import edits as F
 from denpex.source.fixes.builders import STATEMENT_KINDS, RegionFixBuilder
@@ -43,6 +43,11 @@ _OBJECT_METHODS = frozenset({"step", "update", "synchronize", "query", "manual_s
 
 # work items of the traversal stack
 _VISIT, _CONDITION, _CONDITION_OF_IF = 0, 1, 2
+# a value known not to be None (a tensor, a number, a string...), for `x is None` folded with the frame's bindings
+_NOT_NONE = object()
+_NOT_NONE_KINDS = frozenset({"tensor", "scalar", "str", "bool", "module", "stream", "event", "generator", "graph",
+                             "optimizer"})
+_FOLD_DEPTH = 8
 
 
 class CaptureWalker:
@@ -56,6 +61,9 @@ class CaptureWalker:
         self.max_depth = min(max_depth, MAX_CALL_DEPTH)
         # functions entered, with the branch on the path that entered them (None: entered unconditionally)
         self.visited: dict[tuple[int, int], str | None] = {}
+        # functions whose walk took a branch decision from a parameter left at its default, with the parameters
+        # every entry so far left at their defaults: a call that passes one of them enters the function again
+        self.default_used: dict[tuple[int, int], frozenset[str]] = {}
         self.region_stmt_ids = {s.id for s in region.stmts}
         self.torch = F.torch_alias(region.ix)
         self.fixes = RegionFixBuilder(region, resolver, self.torch)
@@ -79,20 +87,27 @@ class CaptureWalker:
                     self.enter(t.ix, t.func, t.env, root, t.label, None, CallStep(r.ix.path, line, col, t.label))
 
     def enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str,
-              branch: str | None = None, step: CallStep | None = None, maybe: str | None = None) -> None:
+              branch: str | None = None, step: CallStep | None = None, maybe: str | None = None,
+              call: Node | None = None, pre: Env = EMPTY_ENV) -> None:
         if frame.depth >= self.max_depth:
             return
         key = (id(ix), fn.node.id)
         doubt = branch or maybe or frame.maybe
+        defaulted = _defaulted(ix, fn, env, pre, call)
         if key in self.visited and (self.visited[key] is None or doubt is not None):
-            return  # entered already (a function first reached in doubt is entered again when reached without)
+            used = self.default_used.get(key)
+            names = frozenset(n for n, _ in defaulted)
+            if used is None or used <= names:
+                return  # entered already (a function first reached in doubt is entered again when reached without)
+            self.default_used[key] = used & names
         self.visited[key] = doubt
         ix.touched.append((fn.node.start_byte, fn.node.end_byte))
         body = fn.body
         if body is None:
             return
         steps = (*frame.steps, step) if step is not None else frame.steps
-        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch, steps, frame.maybe or maybe)
+        child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch, steps, frame.maybe or maybe,
+                      defaulted)
         self._walk([body], child)
 
     def report(self, hazard: str, node: Node, frame: Frame, fixes: list[Fix | None] | None = None,
@@ -125,7 +140,7 @@ class CaptureWalker:
                 kids: list[Node] = []
                 for c in node.named_children:
                     kids.append(c)
-                    if c.type == "if_statement" and self._early_exit_guard(ix, c):
+                    if c.type == "if_statement" and (self._early_exit_guard(ix, c) or self._taken_exit(c, frame)):
                         break
                 stack.extend((_VISIT, c, None) for c in reversed(kids))
                 continue
@@ -179,7 +194,7 @@ class CaptureWalker:
         if pol is False:  # if not capturing: ... -> only the alternatives run under capture
             return [(_VISIT, a, None) for a in alts]
         items: list[tuple[int, Node, Node | None]] = []
-        truth = const_truth(ix, cond) if cond is not None else None
+        truth = self.truth(cond, frame) if cond is not None else None
         if cond is not None:  # a constant condition still runs (`x.item() > 0 and False`)
             items += [(_CONDITION_OF_IF, cond, node), (_VISIT, cond, None)]
         if truth is not False:
@@ -194,7 +209,7 @@ class CaptureWalker:
                 if c2 is not None:
                     if self._guard_polarity(ix, c2) is not None:
                         continue
-                    t2 = const_truth(ix, c2)
+                    t2 = self.truth(c2, frame)
                     items += [(_CONDITION, c2, None), (_VISIT, c2, None)]
                     if t2 is False:
                         continue
@@ -206,6 +221,127 @@ class CaptureWalker:
             else:
                 items.append((_VISIT, a, None))
         return items
+
+    # ---- conditions decided by the frame's bindings ---------------------------------------------------------
+    def truth(self, cond: Node, frame: Frame) -> bool | None:
+        """True/False when `cond` is decided: a constant (facts.const_truth), or, inside a called function, a test
+        of what the call passed or left at its default (`x is None` for a default `x=None` the call does not pass,
+        `isinstance(t, torch.Tensor)` for a tensor argument), through locals bound once from such tests."""
+        t = const_truth(frame.ix, cond)
+        if t is not None or frame.func is None:
+            return t
+        return self._fold(cond, frame, 0)
+
+    def _taken_exit(self, if_stmt: Node, frame: Frame) -> bool:
+        """An `if` whose condition is decided True and whose body ends in return/raise: nothing after it runs."""
+        body = if_stmt.child_by_field_name("consequence")
+        cond = if_stmt.child_by_field_name("condition")
+        if body is None or cond is None or frame.func is None:
+            return False
+        last = [c for c in body.named_children if c.type != "comment"]
+        return bool(last) and last[-1].type in ("return_statement", "raise_statement") and self.truth(cond, frame) is True
+
+    def _fold(self, cond: Node, frame: Frame, depth: int) -> bool | None:
+        if depth > _FOLD_DEPTH:
+            return None
+        ix = frame.ix
+        cond = strip_parens(cond)
+        t = cond.type
+        if t == "not_operator":
+            v = self._fold(cond.child_by_field_name("argument") or cond, frame, depth + 1)
+            return None if v is None else not v
+        if t == "boolean_operator":
+            left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+            a = self._fold(left, frame, depth + 1) if left is not None else None
+            b = self._fold(right, frame, depth + 1) if right is not None else None
+            if next((ix.text(c) for c in cond.children if not c.is_named), "") == "and":
+                return False if a is False or b is False else (True if a and b else None)
+            return True if a is True or b is True else (False if a is False and b is False else None)
+        if t == "comparison_operator":
+            operands = [c for c in cond.named_children if c.type != "comment"]
+            ops = " ".join(ix.text(c) for c in cond.children if not c.is_named)
+            if len(operands) != 2 or ops not in ("is", "is not", "==", "!="):
+                return None
+            lv, rv = (self._none_or_not(o, frame, depth) for o in operands)
+            if lv is _UNKNOWN or rv is _UNKNOWN or (lv is _NOT_NONE and rv is _NOT_NONE):
+                return None  # two values known only not to be None: equal or not is not known
+            return (lv is rv) == (ops in ("is", "=="))
+        if t == "call":
+            return self._isinstance_tensor(cond, frame)
+        if t == "identifier":
+            value = self._local_value(cond, frame)
+            return self._fold(value, frame, depth + 1) if value is not None else None
+        return None
+
+    def _none_or_not(self, node: Node, frame: Frame, depth: int) -> object:
+        """None, _NOT_NONE or _UNKNOWN: what a test against None can tell of `node` here."""
+        node = strip_parens(node)
+        if node.type == "none":
+            return None
+        if node.type in ("integer", "float", "string", "true", "false"):
+            return _NOT_NONE
+        if depth > _FOLD_DEPTH:
+            return _UNKNOWN
+        if node.type != "identifier":  # a call, an attribute...: what its kind says
+            return _NOT_NONE if self.kind(node, frame).cat in _NOT_NONE_KINDS else _UNKNOWN
+        name = frame.ix.text(node)
+        default = next((d for n, d in frame.defaulted if n == name), None)
+        if default is not None and self._is_param_read(node, frame):
+            v = const_value(frame.ix, default)
+            if frame.func is not None and v is not _UNKNOWN:
+                key = (id(frame.ix), frame.func.node.id)
+                self.default_used.setdefault(key, frozenset(n for n, _ in frame.defaulted))
+            return _UNKNOWN if v is _UNKNOWN else (None if v is None else _NOT_NONE)
+        b = frame.env.get(name) if self._is_param_read(node, frame) else None
+        if b is not None and strip_parens(b.node).type == "none":
+            return None
+        value = self._local_value(node, frame)
+        if value is not None:
+            v = self._none_or_not(value, frame, depth + 1)
+            if v is not _UNKNOWN:
+                return v
+        if b is not None or value is not None:
+            return _NOT_NONE if self.kind(node, frame).cat in _NOT_NONE_KINDS else _UNKNOWN
+        return _UNKNOWN
+
+    def _is_param_read(self, node: Node, frame: Frame) -> bool:
+        """`node` reads the parameter of its function: nothing in the function rebinds the name."""
+        assign, _scope, is_param = frame.ix.lookup(frame.ix.text(node), node)
+        return is_param and assign is None
+
+    def _local_value(self, node: Node, frame: Frame) -> Node | None:
+        """The value of a local bound once in the function, at its top level, before `node`."""
+        ix = frame.ix
+        assign, scope, is_param = ix.lookup(ix.text(node), node)
+        if is_param or assign is None or assign.value is None or scope is None or frame.func is None:
+            return None
+        if scope.node.id != frame.func.node.id or len(scope.assigns.get(ix.text(node), ())) != 1:
+            return None
+        if assign.start_byte >= node.start_byte or assign.stmt.type != "assignment":
+            return None
+        st = stmt_of(assign.stmt, ix.src)
+        body = frame.func.body
+        if body is None or st.parent is None or st.parent.id != body.id:
+            return None  # bound inside a branch, loop, with or try
+        return assign.value
+
+    def _isinstance_tensor(self, call: Node, frame: Frame) -> bool | None:
+        """`isinstance(x, torch.Tensor)` with x's kind known from the frame's bindings."""
+        ix = frame.ix
+        f = call.child_by_field_name("function")
+        args = positional(call)
+        if f is None or ix.text(f) != "isinstance" or len(args) != 2:
+            return None
+        if (ix.qualname(args[1]) or "") != "torch.Tensor":
+            return None
+        subject = strip_parens(args[0])
+        if subject.type != "identifier" or (frame.env.get(ix.text(subject)) is None
+                                            and self._local_value(subject, frame) is None):
+            return None  # only what a caller passed, or a local, is known here
+        k = self.kind(subject, frame)
+        if k.tensor:
+            return True
+        return False if k.cat in ("scalar", "str", "bool", "none") else None
 
     def _condition(self, cond: Node, frame: Frame, if_stmt: Node | None = None, ternary: Node | None = None) -> None:
         for hook in self.rules.on_condition:
@@ -269,7 +405,7 @@ class CaptureWalker:
         line, col = ix.src.start(call)
         for tgt in targets:
             self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch, CallStep(ix.path, line, col, tgt.label),
-                       tgt.guess)
+                       tgt.guess, None if tgt.skip or tgt.guess else call, tgt.pre)
         if not targets and site.qualname not in ("print",):
             # callables passed to library code run inside the capture (checkpoint(block, x), ...)
             for a in site.args:
@@ -322,3 +458,11 @@ class CaptureWalker:
             elif n.type == "binary_operator":
                 stack.extend(reversed(n.named_children))
         return False
+
+
+def _defaulted(ix: FileIndex, fn: FuncInfo, env: Env, pre: Env, call: Node | None) -> tuple[tuple[str, Node], ...]:
+    """The parameters with a default that `call` binds to nothing (a call without splats binds all it passes)."""
+    if call is None or call.type != "call" or has_splat(call):
+        return ()
+    bound = {k for k, _ in env.params} | {k for k, _ in pre.params}
+    return tuple((name, d) for name, d in param_defaults(ix, fn.node).items() if name not in bound)

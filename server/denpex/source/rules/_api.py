@@ -54,6 +54,8 @@ class Frame:
     branch: str | None = None  # the first branch on the call path from the capture to this function
     steps: tuple[CallStep, ...] = ()  # the calls followed from the capture to this function, with positions
     maybe: str | None = None  # a call on the way was resolved through its callers' arguments (values.py)
+    # parameters the entering call left at their defaults, with the default (known only for a call without splats)
+    defaulted: tuple[tuple[str, Node], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import heapq
 
+from tree_sitter import Node
+
 from denpex.source.capture.regions import CaptureRegion
 from denpex.source.engine.around import scope_table, upto
-from denpex.source.resolve.index import positional
+from denpex.source.resolve.index import FileIndex, positional
 from denpex.source.rules._api import CallSite, Walk
 from denpex.source.syntax.parse import strip_parens, walk
 
@@ -31,14 +33,30 @@ def first_use(w: Walk, c: CallSite, lib: str, hazard: str) -> None:
         f = c.func
         k = w.kind(f, c.frame) if f.type in ("identifier", "attribute") else None
         uses = k is not None and k.cat == "module" and lib in k.lib
-    if not uses or warmed_up(w.region, lib):
+    if not uses or warmed_up(w.region, lib, path_functions(c.frame.chain)):
         return
     w.state[hazard] = True
     w.report(hazard, c.node, c.frame, [w.fixes.warm_up()])
 
 
-def warmed_up(r: CaptureRegion, lib: str) -> bool:
-    """The capture's scope runs, before the capture, one of its callees or the library's functions."""
+def path_functions(chain: tuple[str, ...]) -> frozenset[str]:
+    """The names of the functions on the call path from the capture to the use (`self.m -> Net.forward`: forward)."""
+    return frozenset(label.rsplit(" -> ", 1)[-1].rsplit(".", 1)[-1] for label in chain)
+
+
+def _aliases(ix: FileIndex, owner: Node, targets: frozenset[str]) -> set[str]:
+    """Names the scope binds once to a function on the path (`real = mod._fallback`): calling them warms it up."""
+    out: set[str] = set()
+    for name, assigns in ix.scope(owner).assigns.items():
+        v = assigns[0].value if len(assigns) == 1 else None
+        if v is not None and v.type in ("identifier", "attribute") and ix.text(v).rsplit(".", 1)[-1] in targets:
+            out.add(name)
+    return out
+
+
+def warmed_up(r: CaptureRegion, lib: str, on_path: frozenset[str] = frozenset()) -> bool:
+    """The capture's scope runs, before the capture, one of its callees, a function on the call path to the use
+    (or a local alias of one), or the library's functions."""
     ix = r.ix
     anchor = r.anchor
     callees: set[str] = set()
@@ -54,8 +72,9 @@ def warmed_up(r: CaptureRegion, lib: str) -> bool:
             elif n.type == "identifier":
                 names.add(ix.text(n))
     lib_funcs = {q.rsplit(".", 1)[-1] for q in _FUNCS[lib]}
-    wanted = {c.rsplit(".", 1)[-1] for c in callees} | lib_funcs
     owner = ix.scope_of(anchor).node
+    deeper = set(on_path) | _aliases(ix, owner, on_path) if on_path else set()
+    wanted = {c.rsplit(".", 1)[-1] for c in callees} | lib_funcs | deeper
     # the calls of the scope before the capture that call a wanted name or pass one of the names
     calls = scope_table(ix, "calls", owner)
     argcalls = scope_table(ix, "argcalls", owner)
@@ -68,6 +87,8 @@ def warmed_up(r: CaptureRegion, lib: str) -> bool:
         if fn is None:
             continue
         text = ix.text(fn)
+        if text.rsplit(".", 1)[-1] in deeper and text not in callees:
+            return True
         if text in callees and not text.endswith((".cuda", ".to")):
             k = ix.kind(fn) if fn.type in ("identifier", "attribute") else None
             if k is None or k.cat != "optimizer":

@@ -46,8 +46,20 @@ def side_streams(w: Walk, node: Node, frame: Frame) -> Iterator[SideStream]:
         r = w.region
         if r.stream_arg is not None and ix.text(r.stream_arg) == s and frame.ix is r.ix:
             continue  # the capturing stream itself
-        if "current_stream" in s:
+        if "current_stream" in s or _current_stream_value(w, args[0], frame):
             continue
         forked = any(f"{s}.wait_stream(" in ix.text(b).replace(" ", "") for b in siblings(node, after=False))
         joined = any(f".wait_stream({s})" in ix.text(a).replace(" ", "") for a in siblings(node, after=True))
         yield SideStream(item, s, forked, joined)
+
+
+def _current_stream_value(w: Walk, arg: Node, frame: Frame) -> bool:
+    """`s` is bound to `torch.cuda.current_stream(...)`, in this function or by a caller on the walked path
+    (`run_stream = torch.cuda.current_stream(dev)` passed down): entering it stays on the capturing stream."""
+    k = w.kind(arg, frame)
+    n = k.node
+    if k.cat != "stream" or n is None or n.type != "call":
+        return False
+    f = n.child_by_field_name("function")
+    # the node may sit in a caller's file, so its own text is read: the called name is `current_stream`
+    return f is not None and f.text is not None and f.text.decode("utf-8", "replace").rsplit(".", 1)[-1] == "current_stream"

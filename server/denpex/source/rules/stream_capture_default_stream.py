@@ -1,7 +1,8 @@
 """stream-capture-default-stream (DPX130): `g.capture_begin()` on the default (legacy) stream, which cannot be
 captured; capture on a side stream forked from and joined to the current one. Not where the stream was made
 current by other means: a stream context entered by hand (`ctx.__enter__()`), `torch.cuda.set_stream`, or a
-`capture_begin` override that forwards to its base (its caller chooses the stream)."""
+`capture_begin` override that forwards to its base or a context manager's `__enter__` that opens it (its caller
+chooses the stream)."""
 
 from __future__ import annotations
 
@@ -58,10 +59,26 @@ def _has_ml(block: Node | None, begin: Node, end: Node) -> bool:
 
 
 def _forwarding(ix: FileIndex, region: CaptureRegion) -> bool:
-    """`capture_begin` called from a method that is itself `capture_begin` (a subclass forwarding to its base):
-    the stream is whatever its caller made current."""
+    """`capture_begin` called from a method that is itself `capture_begin` (a subclass forwarding to its base),
+    or that opens a context manager (`__enter__`, or a method of the class that its `__enter__` calls): the stream
+    is whatever its caller, or the `with` statement's code, made current."""
     fn = ix.enclosing_function(region.anchor)
-    return fn is not None and fn.name == "capture_begin"
+    if fn is None:
+        return False
+    if fn.name in ("capture_begin", "__enter__"):
+        return True
+    return _called_from_enter(ix, region.anchor, fn.name)
+
+
+def _called_from_enter(ix: FileIndex, anchor: Node, name: str) -> bool:
+    """`self.<name>(...)` is called in the `__enter__` of the class that holds `anchor`'s method."""
+    cls = ix.enclosing_class(anchor)
+    enter = cls.methods.get("__enter__") if cls is not None else None
+    body = enter.body if enter is not None else None
+    if body is None or enter is None or not enter.params:
+        return False
+    want = f"{enter.params[0]}.{name}("
+    return want in ix.text(body).replace(" ", "")
 
 
 def _stream_entered_before(ix: FileIndex, anchor: Node) -> bool:

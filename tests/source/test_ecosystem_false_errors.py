@@ -1,0 +1,259 @@
+"""False errors found by the ecosystem check (bench/ecosystem/verdicts.tsv), each reduced to a minimal program,
+with a twin that keeps the hazard and stays flagged:
+
+- flashinfer `attention/prims_ts/block_sparse.py:102`: `with torch.cuda.stream(run_stream):` where the caller
+  bound `run_stream = torch.cuda.current_stream(dev)`: the capturing stream itself, not an unforked side stream;
+- vLLM `compilation/breakable_cudagraph.py:179`, `:181`: `capture_begin()` in a method that a context manager's
+  `__enter__` calls: the stream is whatever the `with` statement's code made current (a side stream there);
+- flashinfer `gdn_kernels/experimental/gdn_fused_decode.py:285`: the test warms cuBLAS up by calling the
+  function on the capture's call path through a local alias (`real = mod._fallback; real(x)`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from denpex.source.engine.analyse import analyse_workspace
+from denpex.source.resolve.workspace import Workspace
+
+
+def _findings(tmp_path: Path, files: dict[str, str]) -> set[tuple[str, int, str, str]]:
+    ws = Workspace([str(tmp_path)])
+    for name, text in files.items():
+        ws.add_file(str(tmp_path / name), text)
+    return {(Path(p).name, f.start_line + 1, f.rule, f.severity)
+            for p, found in analyse_workspace(ws).items() for f in found}
+
+
+SIDE_MAIN = """\
+import torch
+from lib import Wrapper
+
+w = Wrapper()
+x = torch.randn(8, device="cuda")
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    y = w.run(x)
+"""
+
+SIDE_LIB = """\
+import torch
+
+
+class Wrapper:
+    def _launch(self, x, run_stream):
+        with torch.cuda.stream(run_stream):
+            return x * 2
+
+    def run(self, x):
+        run_stream = {stream}
+        return self._launch(x, run_stream)
+"""
+
+
+def test_entering_the_current_stream_passed_down_is_no_side_stream(tmp_path: Path) -> None:
+    lib = SIDE_LIB.format(stream="torch.cuda.current_stream(x.device)")
+    found = _findings(tmp_path, {"main.py": SIDE_MAIN, "lib.py": lib})
+    assert not {f for f in found if f[2] == "capture-side-stream-no-fork"}, found
+
+
+def test_a_new_stream_passed_down_unforked_stays_flagged(tmp_path: Path) -> None:
+    lib = SIDE_LIB.format(stream="torch.cuda.Stream()")
+    found = _findings(tmp_path, {"main.py": SIDE_MAIN, "lib.py": lib})
+    assert ("lib.py", 6, "capture-side-stream-no-fork", "error") in found
+
+
+SEGMENTS = """\
+import torch
+
+
+class Segmented:
+    def __init__(self, pool=None):
+        self.pool = pool
+        self.graphs = []
+
+    def __enter__(self):
+        self._begin()
+        return self
+
+    def __exit__(self, *exc):
+        self.graphs[-1].capture_end()
+
+    def _begin(self):
+        g = torch.cuda.CUDAGraph()
+        if self.pool is not None:
+            g.capture_begin(pool=self.pool)
+        else:
+            g.capture_begin()
+        self.graphs.append(g)
+"""
+
+SEGMENTS_MAIN = """\
+import torch
+from lib import Segmented
+
+x = torch.randn(8, device="cuda")
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    with Segmented():
+        y = x * 2
+torch.cuda.current_stream().wait_stream(s)
+"""
+
+
+def test_capture_begin_opened_by_a_context_managers_enter_is_the_with_sites_stream(tmp_path: Path) -> None:
+    found = _findings(tmp_path, {"main.py": SEGMENTS_MAIN, "lib.py": SEGMENTS})
+    assert not {f for f in found if f[2] == "stream-capture-default-stream"}, found
+
+
+def test_capture_begin_in_a_plain_method_on_the_default_stream_stays_flagged(tmp_path: Path) -> None:
+    # the same method, called by hand and not from __enter__: nothing chose a stream for it
+    lib = SEGMENTS.replace("        self._begin()\n", "")
+    main = """\
+import torch
+from lib import Segmented
+
+x = torch.randn(8, device="cuda")
+seg = Segmented()
+seg._begin()
+y = x * 2
+seg.graphs[-1].capture_end()
+"""
+    found = _findings(tmp_path, {"main.py": main, "lib.py": lib})
+    assert {("lib.py", 18, "stream-capture-default-stream", "error"),
+            ("lib.py", 20, "stream-capture-default-stream", "error")} <= found, found
+
+
+LAZY_LIB = """\
+import torch
+
+
+def _fallback(x):
+    return torch.einsum("ij,jk->ik", x, x)
+
+
+def step(x):
+    return _fallback(x)
+"""
+
+LAZY_MAIN = """\
+import torch
+import lib
+
+
+def test_graph():
+    x = torch.randn(8, 8, device="cuda")
+{warm}    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = lib.step(x)
+"""
+
+
+def test_warm_up_through_an_alias_of_a_function_on_the_call_path(tmp_path: Path) -> None:
+    main = LAZY_MAIN.format(warm="    real = lib._fallback\n    real(x)\n")
+    found = _findings(tmp_path, {"main.py": main, "lib.py": LAZY_LIB})
+    assert not {f for f in found if f[2] == "lazy-init-cublas"}, found
+
+
+def test_warm_up_by_calling_the_function_on_the_call_path_directly(tmp_path: Path) -> None:
+    main = LAZY_MAIN.format(warm="    lib._fallback(x)\n")
+    found = _findings(tmp_path, {"main.py": main, "lib.py": LAZY_LIB})
+    assert not {f for f in found if f[2] == "lazy-init-cublas"}, found
+
+
+def test_no_warm_up_stays_flagged(tmp_path: Path) -> None:
+    main = LAZY_MAIN.format(warm="    other = lib.step\n")
+    found = _findings(tmp_path, {"main.py": main, "lib.py": LAZY_LIB})
+    assert ("lib.py", 5, "lazy-init-cublas", "error") in found, found
+
+
+# vLLM tests/kernels/moe/test_cutlass_moe.py:182: run_8_bit(...) leaves num_local_experts=None, so
+# `with_ep = num_local_experts is not None or ...` is False and `if not with_ep: return ...` returns before the
+# expert-map path (a host list made a CUDA tensor) that the capture was said to run
+DEFAULT_LIB = """\
+import torch
+
+
+def with_maps(x, n):
+    m = torch.tensor([1, 2, 3], device="cuda")
+    return x + m.sum()
+
+
+def run(x, n=None):
+    n_all = x.size(0)
+    with_ep = n is not None or n == n_all
+    if not with_ep:
+        return x * 2
+    return with_maps(x, n)
+"""
+
+DEFAULT_MAIN = """\
+import torch
+from lib import run
+
+
+def test_graph():
+    x = torch.randn(8, device="cuda")
+    run(x)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+{calls}
+"""
+
+
+def test_a_branch_decided_by_a_default_the_call_leaves_is_walked_only_where_it_runs(tmp_path: Path) -> None:
+    main = DEFAULT_MAIN.format(calls="        y = run(x)")
+    found = _findings(tmp_path, {"main.py": main, "lib.py": DEFAULT_LIB})
+    assert not {f for f in found if f[2] == "capture-host-copy"}, found
+
+
+def test_a_call_that_passes_the_parameter_still_reaches_the_branch(tmp_path: Path) -> None:
+    main = DEFAULT_MAIN.format(calls="        y = run(x)\n        z = run(x, 4)")
+    found = _findings(tmp_path, {"main.py": main, "lib.py": DEFAULT_LIB})
+    assert ("lib.py", 5, "capture-host-copy", "error") in found, found
+
+
+def test_a_call_with_splats_decides_nothing(tmp_path: Path) -> None:
+    main = DEFAULT_MAIN.format(calls="        y = run(*[x])")
+    found = _findings(tmp_path, {"main.py": main, "lib.py": DEFAULT_LIB})
+    assert {f for f in found if f[2] == "capture-host-copy"}, found
+
+
+# flashinfer quantization/kernels/nvfp4_quantize.py:2262: `if isinstance(s, torch.Tensor): ... else:
+# torch.tensor([float(s)], device=...)`, with the capture passing a tensor for s
+ISINSTANCE_LIB = """\
+import torch
+
+
+def quantize(x, s):
+    if isinstance(s, torch.Tensor):
+        st = s.float().reshape(1)
+    else:
+        st = torch.tensor([float(s)], dtype=torch.float32, device=x.device)
+    return x * st
+"""
+
+ISINSTANCE_MAIN = """\
+import torch
+from lib import quantize
+
+x = torch.randn(8, device="cuda")
+scale = {scale}
+quantize(x, scale)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    y = quantize(x, scale)
+"""
+
+
+def test_the_host_branch_of_isinstance_tensor_is_not_walked_for_a_tensor_argument(tmp_path: Path) -> None:
+    main = ISINSTANCE_MAIN.format(scale="x.abs().max()")
+    found = _findings(tmp_path, {"main.py": main, "lib.py": ISINSTANCE_LIB})
+    assert not {f for f in found if f[0] == "lib.py" and f[1] == 8}, found
+
+
+def test_the_host_branch_of_isinstance_tensor_stays_flagged_for_a_float_argument(tmp_path: Path) -> None:
+    main = ISINSTANCE_MAIN.format(scale="0.5")
+    found = _findings(tmp_path, {"main.py": main, "lib.py": ISINSTANCE_LIB})
+    assert {f for f in found if f[0] == "lib.py" and f[1] == 8 and f[2] == "capture-host-copy"}, found
