@@ -102,11 +102,25 @@ def test_an_overload_stub_is_not_the_function(tmp_path: Path) -> None:
     (tmp_path / "flashinfer").mkdir()
     (tmp_path / "flashinfer" / "__init__.py").write_text("")
     (tmp_path / "flashinfer" / "decode.py").write_text(
-        "from typing import overload\n\nimport torch\n\n\n"
+        "\"\"\"flashinfer decode.\"\"\"\n\nfrom typing import overload\n\nimport torch\n\n\n"
         "@overload\ndef single_decode_with_kv_cache(q: torch.Tensor) -> torch.Tensor: ...\n\n\n"
         "def single_decode_with_kv_cache(q):\n    return q / q.max().item()\n\n\n"
         "class BatchDecodeWithPagedKVCacheWrapper:\n"
         "    @overload\n    def run(self, q: torch.Tensor) -> torch.Tensor: ...\n\n"
         "    def run(self, q):\n        return q * float(q.sum())\n")
     assert [(d["line"], d["rule"], d["severity"]) for d in _scan(tmp_path)] == [
-        (11, "capture-item-sync", "warning"), (19, "capture-item-sync", "warning")]
+        (13, "capture-item-sync", "warning"), (21, "capture-item-sync", "warning")]
+
+
+def test_the_prefilter_knows_a_library_module_by_its_path() -> None:
+    """A TE ops module imports only relatively and never spells `transformer_engine`: with its path the prefilter
+    lets it through; from the text alone it cannot tell it from a user's module with a `forward`, and a user's
+    module is not let through for the TE globs."""
+    from denpex.source.capture.entrypoints import may_have_entries
+
+    text = "from ..op import BasicOperation\n\n\nclass BasicLinear(BasicOperation):\n    def op_forward(self, x):\n" \
+           "        return x\n"
+    assert may_have_entries(text, frozenset(), "transformer_engine/pytorch/ops/basic/basic_linear.py")
+    assert not may_have_entries(text, frozenset(), "myproject/ops/basic_linear.py")
+    assert not may_have_entries(text, frozenset())
+    assert may_have_entries("import transformer_engine\n" + text, frozenset())

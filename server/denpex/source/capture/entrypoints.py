@@ -236,6 +236,24 @@ def _function_words(pr: Preset) -> tuple[str, ...]:
 
 
 @cache
+def _packages(pr: Preset) -> tuple[str, ...]:
+    """The top-level packages a preset's `functions` globs name (`transformer_engine`, `flashinfer`)."""
+    return tuple(sorted({f.split(":", 1)[0].split(".", 1)[0] for ep in pr.entry_points for f in ep.functions}))
+
+
+def _may_be_own(pr: Preset, text: str, path: str | None) -> bool:
+    """The file may be one of the modules a preset's `functions` globs name: by its path when known, else by its
+    text spelling the package (most of a package's own modules do: absolute imports, docstrings; a module that
+    imports only relatively is found once the caller gives the path)."""
+    packages = _packages(pr)
+    if not packages:
+        return False
+    if path is not None:
+        return any(m == p or m.startswith(p + ".") for m in module_names(path) for p in packages)
+    return any(p in text for p in packages)
+
+
+@cache
 def _entry_words(entries: frozenset[str]) -> tuple[str, ...]:
     out: set[str] = set()
     for e in entries:
@@ -243,14 +261,15 @@ def _entry_words(entries: frozenset[str]) -> tuple[str, ...]:
     return tuple(sorted(w for w in out if w))
 
 
-def may_have_entries(text: str, entries: frozenset[str]) -> bool:
+def may_have_entries(text: str, entries: frozenset[str], path: str | None = None) -> bool:
     """Cheap text prefilter: a preset's framework and one of its class, decorator or registry names are named in
-    the file (a class that reaches a framework base only through another workspace file is not selected), or a
-    configured entry point's function is."""
+    the file (a class that reaches a framework base only through another workspace file is not selected), a preset
+    glob's function in a file that may be the library's own (`_may_be_own`: give `path` where the caller has it),
+    or a configured entry point's function is."""
     for pr in presets():
         if any(p.split(".", 1)[0] in text for p in pr.detect) and any(w in text for w in _words_of(pr)):
             return True
-        if any(w in text for w in _function_words(pr)):  # the framework's own functions (library.py)
+        if _may_be_own(pr, text, path) and any(w in text for w in _function_words(pr)):  # library.py
             return True
     return any(w in text for w in _entry_words(entries))
 
@@ -258,7 +277,7 @@ def may_have_entries(text: str, entries: frozenset[str]) -> bool:
 def entry_regions(ix: FileIndex, values: Values, entries: frozenset[str] = frozenset()) -> list[CaptureRegion]:
     """The capture regions of kind `entry` of a file: its functions a framework preset or the configuration
     names as captured."""
-    if not may_have_entries(ix.src.text, entries):
+    if not may_have_entries(ix.src.text, entries, ix.path):
         return []
     out: list[CaptureRegion] = []
     seen: set[int] = set()

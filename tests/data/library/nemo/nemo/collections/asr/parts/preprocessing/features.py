@@ -3,6 +3,8 @@
 import torch
 from torch import nn
 
+from nemo.collections.asr.modules import rnnt_abstract  # noqa: F401  (a NeMo module imports NeMo)
+
 
 class FilterbankFeatures(nn.Module):
     def __init__(self, pad_value=0.0):
