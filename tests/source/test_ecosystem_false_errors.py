@@ -257,3 +257,38 @@ def test_the_host_branch_of_isinstance_tensor_stays_flagged_for_a_float_argument
     main = ISINSTANCE_MAIN.format(scale="0.5")
     found = _findings(tmp_path, {"main.py": main, "lib.py": ISINSTANCE_LIB})
     assert {f for f in found if f[0] == "lib.py" and f[1] == 8 and f[2] == "capture-host-copy"}, found
+
+
+# flashinfer tests/comm/test_trtllm_allreduce_fusion.py:328-334: each pass of the parameter loop captures a new
+# graph, replays it once, then reshapes the outputs (`out = out.view(...)`); the next pass's replay is of the
+# next pass's capture, which reads the names as they are then
+LOOP_CAPTURE = """\
+import torch
+
+
+def fill(out, x):
+    out.copy_(x * 2)
+
+
+def test_loop():
+    out = torch.empty(8, device="cuda")
+    for scale in (1.0, 2.0):
+        x = torch.randn(8, device="cuda") * scale
+{capture}
+        g.replay()
+        torch.cuda.synchronize()
+        out = out.view(2, 4)
+"""
+
+
+def test_a_rebinding_after_the_replay_of_a_capture_made_anew_each_pass_is_no_hazard(tmp_path: Path) -> None:
+    cap = "        g = torch.cuda.CUDAGraph()\n        with torch.cuda.graph(g):\n            fill(out.view(-1), x)"
+    found = _findings(tmp_path, {"main.py": LOOP_CAPTURE.format(capture=cap)})
+    assert not {f for f in found if f[2] == "replay-rebound-static-input"}, found
+
+
+def test_a_capture_made_once_in_the_loop_still_replays_the_old_storage(tmp_path: Path) -> None:
+    cap = ("        if scale == 1.0:\n            g = torch.cuda.CUDAGraph()\n            with torch.cuda.graph(g):\n"
+           "                fill(out.view(-1), x)")
+    found = _findings(tmp_path, {"main.py": LOOP_CAPTURE.format(capture=cap)})
+    assert ("main.py", 18, "replay-rebound-static-input", "error") in found, found

@@ -190,6 +190,9 @@ def upto(nodes: list[Node] | None, end: int) -> list[Node]:
 
 
 _TABLES = ("rebind", "alias", "aug", "dels", "copies")
+# statements between a capture and its loop that may skip it in a pass
+_CONDITIONAL = frozenset({"if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
+                          "finally_clause", "match_statement", "case_clause", "function_definition", "lambda"})
 
 
 @dataclass
@@ -224,11 +227,25 @@ class ReplaySide:
         if self.last_replay > node.end_byte:
             return True
         loop = enclosing_loop(node, self.body)
-        if loop is None:
+        if loop is None or self.recaptured_in(loop):
             return False
         reps = self.replays
         i = bisect_left(reps, max(self.start, loop.start_byte), key=lambda r: r.start_byte)
         return i < len(reps) and reps[i].start_byte < loop.end_byte
+
+    def recaptured_in(self, loop: Node) -> bool:
+        """Each pass of `loop` runs the capture (no branch between them) before any replay of the loop: a replay
+        in the next pass replays that pass's new capture, which reads what the names hold then."""
+        a = self.region.anchor
+        if not loop.start_byte <= a.start_byte < loop.end_byte:
+            return False
+        p = a.parent
+        while p is not None and p.id != loop.id:
+            if p.type in _CONDITIONAL:
+                return False
+            p = p.parent
+        return p is not None and all(r.start_byte > a.end_byte for r in self.replays
+                                     if loop.start_byte <= r.start_byte < loop.end_byte)
 
     def followed(self, table: str, names: Iterable[str]) -> list[Node]:
         """The table's nodes of `names` after the capture that a replay of its graph follows (see replay_follows),
