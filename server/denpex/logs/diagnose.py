@@ -304,6 +304,21 @@ def _said(hit: Hit, text: str) -> str:
     return hit.entry.name if hit.entry is not None else text[hit.start : hit.end]
 
 
+def _collateral_aborts(c: _Collector, initiating: list[Finding]) -> list[Finding]:
+    """Abort reports that only follow another failure (events.abort_is_collateral): their role becomes
+    collateral, so the verdict falls to the earlier error, or says the initiating one is not in the log."""
+    out = []
+    for f in initiating:
+        if not events.abort_report(f):
+            continue
+        why = events.abort_is_collateral(f, c.contexts.get(id(f), []))
+        if why is not None:
+            f.role = "collateral"
+            f.variant = f"{f.variant}; collateral: {why}" if f.variant else f"collateral: {why}"
+            out.append(f)
+    return out
+
+
 def _scan(stream: BinaryIO, matcher: Matcher, context_n: int,
           progress: Callable[[int], None] | None) -> tuple[_Collector, ScanStats]:
     collector = _Collector(matcher, context_n)
@@ -364,6 +379,8 @@ def _decide(c: _Collector, stats: ScanStats, context_n: int, source: str, head: 
     # competes as an initiating report of that event
     initiating = sorted([f for f in findings if f.role == "initiating"] + promoted,
                         key=lambda f: (f.line, f.generic, -f.span, f.rule))
+    demoted = _collateral_aborts(c, initiating)
+    initiating = [f for f in initiating if all(f is not d for d in demoted)]
     collateral = [f for f in findings if f.role == "collateral"]
     context_f = [f for f in findings if f.role == "context"]
 

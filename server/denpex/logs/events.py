@@ -8,6 +8,7 @@ CUDA-graph bug, and what capture changes when it happened there.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -113,6 +114,51 @@ def device_report(first: Finding, initiating: list[Finding]) -> Finding:
                 and (f.who.key() == first.who.key() or unattributed(f) or unattributed(first))):
             return f
     return first
+
+
+# A crash handler's own lines: native frames (Open MPI's "[host:pid] [ 3] lib(+0x..)", glog's "    @ 0x..",
+# gdb's "#3 ", UCX's " 3 0x..", c10's "frame #3:", Open MPI's footer); _HANDLER: the headers that open a report.
+_FRAME = re.compile(r"^\s|^\[[^\]\s]{1,80}:\d{1,8}\] (?:\[\s?\d{1,4}\]|\*\*\* End of error message \*\*\*)|^#\d{1,4}\s|^frame #\d|^\d{1,4} 0x[0-9a-f]{4,}")
+_HANDLER = re.compile(r"\*\*\* (?:Process received signal|Check failure stack trace:?) \*\*\*"
+                      r"|^\[[^\]\s]{1,80}:\d{1,8}\] (?:Signal(?: code)?:|Failing at address)|^={4,} ?backtrace|^={8,}$"
+                      r"|^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):|^Stack \(most recent call first\):"
+                      r"|^Fatal Python error: |^Extension modules: ")
+
+
+def abort_report(f: Finding) -> bool:
+    """An abort (SIGABRT: 'Aborted (core dumped)'): the process stopped itself after something else failed."""
+    return f.generic and f.entry is not None and f.entry.name == "SIGABRT"
+
+
+def abort_is_collateral(f: Finding, before: list[tuple[int, str]]) -> str | None:
+    """Why an abort report is only collateral, or None when it is the first thing the log says failed.
+
+    An abort is initiating only when nothing earlier in its event says what failed. Walking back from it over
+    the crash handlers' frames and headers: a line that the first-error pass takes as an error (a failed check,
+    an exception, an error record) is what failed; an ordinary line ends the event (nothing said it); and a log
+    that starts inside the handler's frames, before any of its headers, has lost the event's beginning."""
+    from denpex.logs.first_error import classify, collateral_reason, message_of
+
+    header = False
+    for n, text in reversed(before):
+        if n >= f.line:
+            continue
+        if not text.strip() or _FRAME.match(text):
+            continue
+        if _HANDLER.search(text):
+            header = True
+            continue
+        line = message_of(text)
+        kind = classify(line)
+        if kind is None:
+            return None
+        if collateral_reason(line.message, []) is None:
+            return f"line {n} says what failed before the abort"
+        header = True  # another report of the same crash (terminate called ..., a signal line): keep walking
+    starts_log = (before[0][0] if before else f.line) == 1
+    if starts_log and not header and before:
+        return "the log starts inside the crash handler's frames: what failed is above this excerpt"
+    return None
 
 
 def unattributed(f: Finding) -> bool:
