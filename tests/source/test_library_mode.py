@@ -31,9 +31,9 @@ TREES = {  # workspace -> what its findings' messages must name
 }
 
 
-def _scan(root: Path) -> list[dict[str, object]]:
+def _scan(root: Path, env: dict[str, str] | None = None) -> list[dict[str, object]]:
     r = subprocess.run([sys.executable, "-m", "denpex", "scan", ".", "--format", "json"], cwd=root,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode in (0, 1), r.stderr
     return list(json.loads(r.stdout)["diagnostics"])
 
@@ -52,6 +52,17 @@ def test_library_tree(tree: str) -> None:
     assert all(d["severity"] == "warning" for d in diags), [(d["line"], d["severity"]) for d in diags]
     wanted = TREES[tree].split("|")
     assert all(any(w in str(d["message"]) for w in wanted) for d in diags), [d["message"] for d in diags]
+
+
+@pytest.mark.parametrize("tree", ["megatron", "nemo", "transformer_engine", "flashinfer"])
+def test_lazily_parsed_files_give_the_same_findings(tree: str) -> None:
+    """Every file parsed lazily (chunks.py): the class matchers ask for the file's classes, the globs for the
+    definitions they name, so the findings are those of whole-file parses."""
+    import os
+
+    whole = _scan(DATA / tree)
+    assert whole
+    assert _scan(DATA / tree, {**os.environ, "DENPEX_LAZY_MIN_BYTES": "0"}) == whole
 
 
 def test_the_same_code_under_another_package_is_not_the_library() -> None:

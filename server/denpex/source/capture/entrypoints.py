@@ -14,6 +14,7 @@ the user's flags (`conditional`) or is the users' choice (`users`: library surfa
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -169,6 +170,19 @@ def _registered(ix: FileIndex, names: tuple[str, ...]) -> set[str]:
     return out
 
 
+_CLASS = re.compile(rb"^[ \t]*class[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def _ask_for_classes(ix: FileIndex) -> None:
+    """A lazily parsed file holds only the definitions something asked for (chunks.py): ask for its classes, so
+    the matchers below see every class (a subclass two steps from the framework base spells neither it nor the
+    framework). The analysis runs again with them parsed."""
+    if ix.src.lazy is None:
+        return
+    for m in _CLASS.finditer(ix.src.data):
+        ix.src.need_def(m.group(1).decode("utf-8", "surrogatepass"))
+
+
 def _selected(ix: FileIndex, ep: EntryPoint, values: Values, own: bool, imports: bool) -> list[FuncInfo]:
     """The functions of this file an entry point selects (`own`: the file is in the framework's own tree;
     `imports`: it imports the framework or is in its tree, which class matchers need and globs do not)."""
@@ -180,6 +194,7 @@ def _selected(ix: FileIndex, ep: EntryPoint, values: Values, own: bool, imports:
     if ep.in_files_importing and not _imports(ix, ep.in_files_importing) and not _inside(ix, ep.in_files_importing):
         return out
     registered = _registered(ix, ep.module_assigns) if ep.module_assigns else set()
+    _ask_for_classes(ix)
     for cls in list(ix.classes.values()):
         ok = cls.name in registered
         if not ok and ep.subclass_of:
