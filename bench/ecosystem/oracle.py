@@ -26,6 +26,7 @@ the JSON says how many were seen and how many were checked.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -79,6 +80,7 @@ class Call:
     lib: bool = False  # Denpex's qualname roots in a module that is not in the workspace (torch knowledge)
     denpex: list[Def] = field(default_factory=list)
     at_depth_limit: bool = False  # reached at the walker's max-depth (not followed by a scan)
+    encl_cls: Key | None = None  # the class whose body holds the call
 
 
 def in_tree(path: str | None, root: str) -> bool:
@@ -114,6 +116,16 @@ def matches(jedi_defs: list[Def], denpex: list[Def], mro_method: dict[tuple[Key,
                 if mro_method.get((j.key, d.name)) == d.key:
                     return True
     return False
+
+
+def jedi_artifact(call: Call, jedi_defs: list[Def]) -> list[Def]:
+    """Jedi's answers to drop: for a callee that is a subscript or a call's result (`self.emb[i](x)`,
+    `self.bda(a, b)(x)`), jedi names the class whose body holds the call, the type of `self` it lost the element
+    or return type of; checked by hand on moshi lm.py:391/475, Megatron transformer_layer.py:754, NeMo
+    mcore_mixins.py:548."""
+    if call.shape != "chained" or call.encl_cls is None:
+        return []
+    return [j for j in jedi_defs if j.kind == "class" and j.key == call.encl_cls]
 
 
 def bucket(jedi_defs: list[Def], jedi_outside: str | None, denpex: list[Def], lib: bool,
@@ -333,11 +345,13 @@ def _call_of(ix: Any, site: Any, root: Path) -> Call:
         return Call(path, line + 1, col, text, "chained", f"callee {f.type}", site.qualname)
     line, col = ix.src.start(at)
     shape, detail = _shape(ix, f)
+    ec = ix.enclosing_class(site.node)
+    encl = _name_key(ec.node, ix, root) if ec is not None else None
     q = site.qualname
     # library code as Denpex knows it: a dotted name through the file's imports whose module is no workspace file
     lib = bool(q) and "." in (q or "") and ix.imports.lookup(ix.text(f).split(".", 1)[0]) is not None and (
         _ws_missing(q or ""))
-    return Call(path, line + 1, col, text, shape, detail, q, lib)
+    return Call(path, line + 1, col, text, shape, detail, q, lib, encl_cls=encl)
 
 
 _WS_LOOKUP: list[Any] = []
@@ -597,7 +611,11 @@ def run_project(name: str, root: Path, max_calls: int, budget_s: float, seed: in
     misses: list[dict[str, Any]] = []
     lib_by_denpex = 0
     depth_limit: Counter[str] = Counter()
-    for c, jd, outside, dec in checked:
+    artifacts = 0
+    for c, jd0, outside, dec in checked:
+        drop = jedi_artifact(c, jd0)
+        artifacts += bool(drop)
+        jd = [j for j in jd0 if j not in drop]
         b = bucket(jd, outside, c.denpex, c.lib, mro)
         counts[b] += 1
         if c.at_depth_limit:
@@ -628,7 +646,7 @@ def run_project(name: str, root: Path, max_calls: int, budget_s: float, seed: in
         "stopped": stopped, "denpex_s": round(dx_s, 1), "jedi_s": round(jedi_s, 1),
         "buckets": dict(counts), "jedi_resolved_in_tree": resolved_in_tree,
         "same_share": round(counts["same"] / resolved_in_tree, 3) if resolved_in_tree else None,
-        "at_depth_limit": dict(depth_limit), "out_of_tree": dict(outside_counts), "out_of_tree_known_to_denpex_as_library": lib_by_denpex,
+        "jedi_enclosing_class_dropped": artifacts, "at_depth_limit": dict(depth_limit), "out_of_tree": dict(outside_counts), "out_of_tree_known_to_denpex_as_library": lib_by_denpex,
         "miss_reasons": dict(reasons.most_common()), "miss_examples": examples,
         "denpex_only": denpex_only, "different": different, "jedi_only": misses,
     }
@@ -701,7 +719,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         e = run_project(n, root, args.max_calls, args.budget_s, args.seed, args.walk_compile)
         e["settings"] = {"max_calls": args.max_calls, "budget_s": args.budget_s, "seed": args.seed,
-                         "walk_compile": args.walk_compile, "denpex": _denpex_source()}
+                         "walk_compile": args.walk_compile, "denpex": _denpex_source(),
+                         "oracle_sha1": hashlib.sha1(Path(__file__).read_bytes()).hexdigest()[:12]}
         if args.walk_compile:
             n = e["name"] = f"{n}+compile"
         results[n] = e
@@ -718,4 +737,5 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["Call", "Def", "asdict", "bucket", "in_tree", "matches", "outside_kind", "reason", "relative_names"]
+__all__ = ["Call", "Def", "asdict", "bucket", "in_tree", "jedi_artifact", "matches", "outside_kind", "reason",
+           "relative_names"]

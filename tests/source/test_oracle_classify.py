@@ -90,6 +90,15 @@ def test_reasons() -> None:
     assert ORC.reason("nonsense", "", [fn(3)]) == "other"
 
 
+def test_jedi_enclosing_class_answer_is_dropped_for_subscript_and_call_callees() -> None:
+    m = klass(49, "LMModel")
+    emb = ORC.Call("/r/proj/a.py", 391, 20, "self.emb[i]", "chained", "callee subscript", encl_cls=m.key)
+    assert ORC.jedi_artifact(emb, [m]) == [m]
+    assert ORC.jedi_artifact(emb, [klass(10, "Other")]) == []  # another class: kept
+    named = ORC.Call("/r/proj/a.py", 391, 20, "LMModel", "name", "def in file", encl_cls=m.key)
+    assert ORC.jedi_artifact(named, [m]) == []  # the class called by name in its own body: a real answer
+
+
 def test_relative_names() -> None:
     text = ("from ..utils import (\n    cast,  # why\n    clamp as cl,\n)\nfrom . import base\n"
             "from torch import nn\nimport os\n    from .inner import late\n")
