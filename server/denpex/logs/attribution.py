@@ -15,6 +15,8 @@ _PREFIX_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rank", re.compile(r"\[rank(\d{1,6})\]:?")),
     ("local_rank", re.compile(r"\[default(\d{1,5})\]:")),
     ("mpi", re.compile(r"^\[(\d{1,6}),(\d{1,6})\]<(?:stdout|stderr)>:")),
+    # horovodrun's own launcher: "[3]<stderr>:", with --timestamp-output "Fri Sep 25 16:52:35 2020[3]<stderr>:"
+    ("horovod", re.compile(r"^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[(\d{1,6})\]<(?:stdout|stderr)>:")),
     ("vllm", re.compile(r"\((?:VllmWorker|Worker)[A-Za-z_]*\s+rank=(\d{1,6})\s+pid=(\d{1,8})\)")),
     # vLLM's worker names: (VllmWorker TP1 pid=N), (VllmWorker PP1_TP0 pid=N), (Worker_DP1_PP0_TP3_EP3 pid=N)
     ("vllm_tp", re.compile(r"\((VllmWorker[ _]|Worker_)((?:DP|PP|TP|EP|DCP)\d{1,5}(?:_(?:DP|PP|TP|EP|DCP)\d{1,5})*)"
@@ -88,7 +90,7 @@ def split_glued(text: str) -> list[tuple[int, str]]:
 
 # A literal each rule's pattern cannot match without: most lines hold none of them, and a
 # substring test costs a fraction of a regex search (a thousand ranks' contexts ran 250,000).
-_NEEDS: dict[str, str] = {"rank": "[rank", "local_rank": "[default", "mpi": "]<", "vllm": "pid=",
+_NEEDS: dict[str, str] = {"rank": "[rank", "local_rank": "[default", "mpi": "]<", "horovod": "]<", "vllm": "pid=",
                           "vllm_tp": "pid=", "vllm_died": "VllmWorker-", "ray": "pid=", "sglang": "TP",
                           "nccl": "] NCCL ", "pg": "[PG", "tgi": "rank=", "self": "ank", "slurm": ": ",
                           "cache": "rank_"}
@@ -132,6 +134,9 @@ def attribute(text: str) -> Attribution:
         elif name == "mpi" and a.rank is None:
             a.rank = int(m.group(2))
             a.evidence.append(f"MPI prefix {m.group(0)}")
+        elif name == "horovod" and a.rank is None:
+            a.rank = int(m.group(1))
+            a.evidence.append(f"horovodrun prefix {m.group(0)}")
         elif name == "vllm" and a.rank is None:
             a.rank, a.process = int(m.group(1)), m.group(2)
             a.evidence.append(f"vLLM worker prefix {m.group(0)}")
@@ -192,7 +197,8 @@ def attribute(text: str) -> Attribution:
 
 
 _PREFIX_STRIP = re.compile(
-    r"^(?:\s{0,3}\d{1,5}: |\[\d{1,6},\d{1,6}\]<(?:stdout|stderr)>:|\[(?:rank|default)\d{1,6}\]:?\s?)+"
+    r"^(?:\s{0,3}\d{1,5}: |\[\d{1,6},\d{1,6}\]<(?:stdout|stderr)>:|\[(?:rank|default)\d{1,6}\]:?\s?"
+    r"|(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?\[\d{1,6}\]<(?:stdout|stderr)>:)+"
 )
 
 
