@@ -19,9 +19,7 @@ ScanConfig (denpex.source.config), Workspace (denpex.source.resolve.workspace).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TypeVar
 
@@ -33,26 +31,33 @@ from denpex.source.capture.regions import CaptureRegion, contextmanager_wrappers
 from denpex.source.config import ScanConfig
 from denpex.source.engine.around import AroundIndex, around_region
 from denpex.source.engine.facts import fresh_name, logging_level_low
+from denpex.source.engine.filecache import may_capture as _may_capture
+from denpex.source.engine.filecache import may_open
+from denpex.source.engine.filecache import may_wrap as _may_wrap
+from denpex.source.engine.filecache import wrapper_names as _wrapper_names
 from denpex.source.engine.hits import Hit, Sink, branch_head
+from denpex.source.engine.kept import Cached as _Cached
+from denpex.source.engine.kept import Pending as _Pending
+from denpex.source.engine.kept import Rec as _Rec
+from denpex.source.engine.kept import RegionCache as _RegionCache
+from denpex.source.engine.kept import RegionEntry as _RegionEntry
+from denpex.source.engine.kept import RemoteEntry as _RemoteEntry
+from denpex.source.engine.kept import consulted as _consulted
+from denpex.source.engine.kept import shift_cached as _shift_cached
 from denpex.source.engine.walker import DEFAULT_GUARDS, CaptureWalker
 from denpex.source.fixes.edits import apply_edits
 from denpex.source.fixes.suppress import is_suppressed, suppression_fix, suppressions
-from denpex.source.model import CallStep, CaptureSite, Fix, Severity, SourceFinding, TextEdit
+from denpex.source.model import CaptureSite, Fix, Severity, SourceFinding, TextEdit
 from denpex.source.resolve.callgraph import Resolver
 from denpex.source.resolve.index import FileIndex
 from denpex.source.resolve.workspace import Workspace, diff_edit
 from denpex.source.rules import RuleSet, check_against, registry, rule_set
-from denpex.source.syntax.chunks import SEED_WORDS
 from denpex.source.syntax.parse import ParsedSource, parse, take_wanting
 
 __all__ = [
     "CaptureSite", "Document", "Fix", "ScanConfig", "SourceFinding", "TextEdit", "Workspace",
     "analyse_source", "analyse_workspace", "apply_edits", "apply_fixes",
 ]
-
-# the capture words of lazy parsing, but `compile`: alone it is too common (re.compile) for a file prefilter,
-# see may_open
-_OPENER_WORDS = tuple(w.decode() for w in SEED_WORDS if w != b"compile")
 
 
 @cache
@@ -76,14 +81,6 @@ def _hmap(book: RuleBook) -> dict[str, Rule]:
     if m is None:
         m = _HMAP[id(book)] = hazard_map(book)
     return m
-
-
-def may_open(text: str, extra: Iterable[str]) -> bool:
-    """Cheap text prefilter: can this file open a capture at all?"""
-    if any(w in text for w in _OPENER_WORDS) or any(w in text for w in extra):
-        return True
-    # a torch.compile whose mode comes from a variable or **kwargs (reported at a lower severity)
-    return "compile" in text and "torch" in text and ("mode" in text or "**" in text)
 
 
 _T = TypeVar("_T")
@@ -141,49 +138,6 @@ def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: s
     return hits
 
 
-def _may_wrap(text: str) -> bool:
-    """Text that may define a capture opener for other files (regions.contextmanager_wrappers)."""
-    return ("graph(" in text and ("contextmanager" in text or "return" in text)) or (
-        "capture_begin(" in text and "contextmanager" in text)
-
-
-# per file: the text it was read from, and the capture openers it defines for other files (None: it cannot
-# define one, no parse needed) with the index epoch they were read at. Valid while the file's text object is the
-# same (an edit or a reload replaces it) and, for a parsed file, its tree has not grown (lazy parsing).
-_WRAPS: dict[str, tuple[str, int, frozenset[str] | None]] = {}
-
-
-def _file_wrappers(ws: Workspace, p: str) -> frozenset[str]:
-    text = ws.text(p) or ""
-    hit = _WRAPS.get(p)
-    if hit is not None and hit[0] is text and hit[2] is None:
-        return frozenset()
-    if (hit is None or hit[0] is not text) and not _may_wrap(text):
-        _WRAPS[p] = (text, -1, None)
-        return frozenset()
-    other = ws.index(p)
-    if other is None:
-        return frozenset()
-    if hit is not None and hit[0] is text and hit[1] == other.epoch and hit[2] is not None:
-        return hit[2]
-    names = frozenset(contextmanager_wrappers(other))
-    if len(_WRAPS) >= 50_000:
-        _WRAPS.clear()
-    _WRAPS[p] = (text, other.epoch, names)
-    return names
-
-
-def _wrapper_names(config: ScanConfig, ws: Workspace | None, ix: FileIndex) -> set[str]:
-    """The configured capture wrappers and the capture openers other workspace files define (each file read
-    again only when it changed, see `_WRAPS`: the scan over every file's text was per keystroke)."""
-    names = {w.rsplit(".", 1)[-1] for w in config.capture_wrappers} | set(config.capture_wrappers)
-    if ws is not None:
-        for p in ws.paths():
-            if p != ix.path:
-                names |= _file_wrappers(ws, p)
-    return names
-
-
 def _capped(severity: Severity, uncertain: bool) -> Severity:
     """A finding that may not happen (a torch.compile whose mode the text leaves open, a line on a branch) is
     no error: at most a warning."""
@@ -238,27 +192,6 @@ def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_p
     return out
 
 
-@dataclass(frozen=True)
-class _Rec:
-    """One hit of a capture region in the analysed file, resolved to positions (no tree nodes: it outlives edits)."""
-
-    hazard: str
-    start_byte: int
-    end_byte: int
-    sl: int
-    sc: int
-    el: int
-    ec: int
-    severity: Severity | None
-    message: str | None
-    site: CaptureSite
-    fixes: tuple[Fix, ...]
-    chain: tuple[str, ...]
-    doubt: str = ""  # why it may not happen (see _doubt)
-    steps: tuple[CallStep, ...] = ()
-    note: str = ""  # what captures it, when that is not in doubt (an unconditional framework entry point)
-
-
 def _rec(h: Hit) -> _Rec:
     src = h.ix.src
     sl, sc = src.start(h.node)
@@ -301,18 +234,6 @@ def _recs_to_findings(recs: list[_Rec], book: RuleBook, config: ScanConfig, src:
         ))
     out.sort(key=lambda f: (f.path, f.start_line, f.start_col, f.code))
     return out
-
-
-@dataclass
-class _RegionEntry:
-    """The hits one capture region produced in its own file, and what they were computed from: the code ranges
-    and names the region's analysis consulted. Identified across edits by its (shifted) byte positions."""
-
-    ident: tuple[str, int, int, int, int]  # kind, site start/end, anchor start, region end
-    owner: int  # start byte of the scope (function) holding the capture; -1 for the module
-    recs: list[_Rec]
-    touched: list[tuple[int, int]]
-    watched: frozenset[str]
 
 
 def _owner_of(node: Node) -> Node | None:
@@ -402,17 +323,6 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
     return recs, entries
 
 
-@dataclass
-class _RemoteEntry:
-    """The hits that the capture regions of another file (one importing this one) produced in this file, and
-    what of this file they consulted; `text` is the importer's text they were computed from."""
-
-    text: str
-    recs: list[_Rec]
-    touched: list[tuple[int, int]]
-    watched: frozenset[str]
-
-
 def _remote_hits(ix: FileIndex, other: FileIndex, text: str, resolver: Resolver, config: ScanConfig,
                  wrappers: set[str]) -> _RemoteEntry:
     """The hits of `other`'s capture regions in `ix`'s file, recording what of that file they consulted."""
@@ -424,23 +334,6 @@ def _remote_hits(ix: FileIndex, other: FileIndex, text: str, resolver: Resolver,
     entry = _RemoteEntry(text, recs, ix.touched[mark:], frozenset(ix.watched))
     ix.watched = watched_before | ix.watched
     return entry
-
-
-# per file: the text, wrappers and entry points `_may_capture` answered for, and its answer
-_PREFILTER: dict[str, tuple[str, frozenset[str], frozenset[str], bool]] = {}
-
-
-def _may_capture(path: str, text: str, wrappers: frozenset[str], entries: frozenset[str]) -> bool:
-    """`may_open` or `may_have_entries` of an importer's text, remembered while its text object is the same (the
-    importers of a file deep in the import graph are hundreds, searched on every keystroke otherwise)."""
-    hit = _PREFILTER.get(path)
-    if hit is not None and hit[0] is text and hit[1] == wrappers and hit[2] == entries:
-        return hit[3]
-    found = may_open(text, wrappers) or may_have_entries(text, entries)
-    if len(_PREFILTER) >= 50_000:
-        _PREFILTER.clear()
-    _PREFILTER[path] = (text, wrappers, entries, found)
-    return found
 
 
 def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | None, book: RuleBook,
@@ -537,59 +430,6 @@ def _analyse_workspace(workspace: Workspace, cfg: ScanConfig, book: RuleBook) ->
 
 _LOCAL_EDIT_BLOCKERS = ("def", "class", "lambda", "import", "global", "nonlocal", "graph", "capture", "compile",
                         "yield", "@", "replay", "contextmanager")
-
-
-@dataclass
-class _Cached:
-    key: tuple[object, ...]
-    findings: list[SourceFinding]
-    touched: list[tuple[int, int]]
-    watched: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class _Pending:
-    """An edit not yet carried into the region entries: inside function [fn_start, fn_end) of the source before
-    it, `changed` its old and new text, bytes [s, t) replaced, the length changed by `delta`."""
-
-    fn_start: int
-    fn_end: int
-    changed: str
-    s: int
-    t: int
-    delta: int
-    edit: TextEdit
-
-
-@dataclass
-class _RegionCache:
-    key: tuple[object, ...]
-    entries: dict[tuple[str, int, int, int, int], _RegionEntry]
-    pending: list[_Pending] = field(default_factory=list)
-    remote: dict[str, _RemoteEntry] = field(default_factory=dict)  # by importer path
-
-    def current(self, path: str) -> dict[tuple[str, int, int, int, int], _RegionEntry]:
-        """The entries (and remote entries) that survive the pending edits of file `path`, moved to the current
-        positions."""
-        for p in self.pending:
-            kept: dict[tuple[str, int, int, int, int], _RegionEntry] = {}
-            for entry in self.entries.values():
-                if _consulted(p.fn_start, p.fn_end, p.changed, entry.touched, entry.watched):
-                    continue
-                moved = _shift_entry(entry, p.s, p.t, p.delta, p.edit)
-                if moved is not None:
-                    kept[moved.ident] = moved
-            self.entries = kept
-            remote: dict[str, _RemoteEntry] = {}
-            for other, rentry in self.remote.items():
-                if _consulted(p.fn_start, p.fn_end, p.changed, rentry.touched, rentry.watched):
-                    continue
-                shifted = _shift_remote(rentry, path, p.s, p.t, p.delta, p.edit)
-                if shifted is not None:
-                    remote[other] = shifted
-            self.remote = remote
-        self.pending.clear()
-        return self.entries
 
 
 class Document:
@@ -773,115 +613,6 @@ def _same_function(fn: Node, new: ParsedSource, e: TextEdit, delta: int) -> bool
     if node is None or node.has_error or node.start_byte != fn.start_byte:
         return False
     return node.end_byte == fn.end_byte + delta or (tail and node.end_byte == fn.end_byte)
-
-
-def _consulted(a0: int, b0: int, changed: str, touched: list[tuple[int, int]], watched: frozenset[str]) -> bool:
-    """Whether an edit inside the function spanning bytes [a0, b0) (old and new text `changed`) may change an
-    analysis that consulted the byte ranges `touched` and every mention of the names `watched`."""
-    if any(re.search(rf"\b{re.escape(w)}\b", changed) for w in watched):
-        return True
-    return any(a < b0 and a0 < b for a, b in touched)
-
-
-def _shift_byte(b: int, s: int, t: int, delta: int) -> int:
-    if b >= t:
-        return b + delta
-    if b <= s:
-        return b
-    raise ValueError("inside the edit")
-
-
-def _shift_entry(entry: _RegionEntry, s: int, t: int, delta: int, e: TextEdit) -> _RegionEntry | None:
-    try:
-        kind, *rest = entry.ident
-        a, b, c, d = (_shift_byte(x, s, t, delta) for x in rest)
-        recs: list[_Rec] = []
-        for r in entry.recs:
-            sl, sc = _shift_point(r.sl, r.sc, e)
-            el, ec = _shift_point(r.el, r.ec, e)
-            site = CaptureSite(r.site.path, _shift_point(r.site.line, 0, e)[0], r.site.kind)
-            recs.append(replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta),
-                                end_byte=_shift_byte(r.end_byte, s, t, delta), sl=sl, sc=sc, el=el, ec=ec,
-                                site=site, fixes=tuple(_shift_fix(x, e) for x in r.fixes),
-                                steps=_shift_steps(r.steps, r.site.path, e)))
-        owner = _shift_byte(entry.owner, s, t, delta) if entry.owner >= 0 else -1
-    except ValueError:
-        return None
-    touched = [(x + delta if x >= t else x, y + delta if y >= t else y) for x, y in entry.touched
-               if not (x < t and s < y)]
-    return _RegionEntry((kind, a, b, c, d), owner, recs, touched, entry.watched)
-
-
-def _shift_remote(entry: _RemoteEntry, path: str, s: int, t: int, delta: int, e: TextEdit) -> _RemoteEntry | None:
-    """An importer's hits in file `path` after edit `e` of it (their capture sites, in the importer, stay)."""
-    try:
-        recs = [replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta),
-                        end_byte=_shift_byte(r.end_byte, s, t, delta), sl=sl, sc=sc, el=el, ec=ec,
-                        fixes=tuple(_shift_fix(x, e) for x in r.fixes), steps=_shift_steps(r.steps, path, e))
-                for r in entry.recs
-                for (sl, sc), (el, ec) in [(_shift_point(r.sl, r.sc, e), _shift_point(r.el, r.ec, e))]]
-    except ValueError:
-        return None
-    touched = [(x + delta if x >= t else x, y + delta if y >= t else y) for x, y in entry.touched
-               if not (x < t and s < y)]
-    return _RemoteEntry(entry.text, recs, touched, entry.watched)
-
-
-def _shift_point(line: int, col: int, e: TextEdit) -> tuple[int, int]:
-    if (line, col) <= (e.start_line, e.start_col):
-        return line, col
-    if (line, col) < (e.end_line, e.end_col):
-        raise ValueError("inside the edit")
-    nl = e.new_text.count("\n")
-    if line == e.end_line:
-        if nl:
-            return e.start_line + nl, col - e.end_col + len(e.new_text) - e.new_text.rfind("\n") - 1
-        return e.start_line, e.start_col + len(e.new_text) + (col - e.end_col)
-    return line + nl - (e.end_line - e.start_line), col
-
-
-def _shift_steps(steps: tuple[CallStep, ...], path: str, e: TextEdit) -> tuple[CallStep, ...]:
-    """The call path after edit `e` of file `path` (steps in other files do not move)."""
-    out = []
-    for st in steps:
-        if st.path == path:
-            line, col = _shift_point(st.line, st.col, e)
-            st = replace(st, line=line, col=col)
-        out.append(st)
-    return tuple(out)
-
-
-def _shift_edit(t: TextEdit, e: TextEdit) -> TextEdit:
-    sl, sc = _shift_point(t.start_line, t.start_col, e)
-    el, ec = _shift_point(t.end_line, t.end_col, e)
-    return TextEdit(sl, sc, el, ec, t.new_text)
-
-
-def _shift_fix(f: Fix, e: TextEdit) -> Fix:
-    return replace(f, edits=tuple(_shift_edit(t, e) for t in f.edits))
-
-
-def _shift_cached(c: _Cached, old: ParsedSource, new: ParsedSource, e: TextEdit) -> _Cached | None:
-    s = old.byte_offset(e.start_line, e.start_col)
-    t = old.byte_offset(e.end_line, e.end_col)
-    delta = len(new.data) - len(old.data)
-    try:
-        out: list[SourceFinding] = []
-        for f in c.findings:
-            sl, sc = _shift_point(f.start_line, f.start_col, e)
-            el, ec = _shift_point(f.end_line, f.end_col, e)
-            site = f.capture_site
-            if site is not None and site.path == f.path:
-                site = CaptureSite(site.path, _shift_point(site.line, 0, e)[0], site.kind)
-            out.append(replace(
-                f, start_line=sl, start_col=sc, end_line=el, end_col=ec, capture_site=site,
-                fixes=tuple(_shift_fix(x, e) for x in f.fixes), call_path=_shift_steps(f.call_path, f.path, e),
-                suppression=_shift_fix(f.suppression, e) if f.suppression is not None else None,
-            ))
-    except ValueError:
-        return None
-    touched = [(a + delta if a >= t else a, b + delta if b >= t else b) for a, b in c.touched if not (a < t and s < b)]
-    return _Cached(c.key, out, touched, c.watched)
 
 
 def apply_fixes(text: str, findings: Iterable[SourceFinding], *, unsafe: bool = False) -> str:

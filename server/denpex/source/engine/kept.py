@@ -1,0 +1,221 @@
+"""What a Document keeps of an analysis across edits (issue 20): its findings, each capture region's hits and
+those of the importers' regions, with the byte ranges and names they consulted, and how an edit outside all of
+that moves them to their new positions."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from denpex.source.model import CallStep, CaptureSite, Fix, Severity, SourceFinding, TextEdit
+from denpex.source.syntax.parse import ParsedSource
+
+
+@dataclass(frozen=True)
+class Rec:
+    """One hit of a capture region in the analysed file, resolved to positions (no tree nodes: it outlives edits)."""
+
+    hazard: str
+    start_byte: int
+    end_byte: int
+    sl: int
+    sc: int
+    el: int
+    ec: int
+    severity: Severity | None
+    message: str | None
+    site: CaptureSite
+    fixes: tuple[Fix, ...]
+    chain: tuple[str, ...]
+    doubt: str = ""  # why it may not happen (see _doubt)
+    steps: tuple[CallStep, ...] = ()
+    note: str = ""  # what captures it, when that is not in doubt (an unconditional framework entry point)
+
+
+
+@dataclass
+class RegionEntry:
+    """The hits one capture region produced in its own file, and what they were computed from: the code ranges
+    and names the region's analysis consulted. Identified across edits by its (shifted) byte positions."""
+
+    ident: tuple[str, int, int, int, int]  # kind, site start/end, anchor start, region end
+    owner: int  # start byte of the scope (function) holding the capture; -1 for the module
+    recs: list[Rec]
+    touched: list[tuple[int, int]]
+    watched: frozenset[str]
+
+
+
+@dataclass
+class RemoteEntry:
+    """The hits that the capture regions of another file (one importing this one) produced in this file, and
+    what of this file they consulted; `text` is the importer's text they were computed from."""
+
+    text: str
+    recs: list[Rec]
+    touched: list[tuple[int, int]]
+    watched: frozenset[str]
+
+
+
+@dataclass
+class Cached:
+    key: tuple[object, ...]
+    findings: list[SourceFinding]
+    touched: list[tuple[int, int]]
+    watched: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An edit not yet carried into the region entries: inside function [fn_start, fn_end) of the source before
+    it, `changed` its old and new text, bytes [s, t) replaced, the length changed by `delta`."""
+
+    fn_start: int
+    fn_end: int
+    changed: str
+    s: int
+    t: int
+    delta: int
+    edit: TextEdit
+
+
+@dataclass
+class RegionCache:
+    key: tuple[object, ...]
+    entries: dict[tuple[str, int, int, int, int], RegionEntry]
+    pending: list[Pending] = field(default_factory=list)
+    remote: dict[str, RemoteEntry] = field(default_factory=dict)  # by importer path
+
+    def current(self, path: str) -> dict[tuple[str, int, int, int, int], RegionEntry]:
+        """The entries (and remote entries) that survive the pending edits of file `path`, moved to the current
+        positions."""
+        for p in self.pending:
+            kept: dict[tuple[str, int, int, int, int], RegionEntry] = {}
+            for entry in self.entries.values():
+                if consulted(p.fn_start, p.fn_end, p.changed, entry.touched, entry.watched):
+                    continue
+                moved = _shift_entry(entry, p.s, p.t, p.delta, p.edit)
+                if moved is not None:
+                    kept[moved.ident] = moved
+            self.entries = kept
+            remote: dict[str, RemoteEntry] = {}
+            for other, rentry in self.remote.items():
+                if consulted(p.fn_start, p.fn_end, p.changed, rentry.touched, rentry.watched):
+                    continue
+                shifted = _shift_remote(rentry, path, p.s, p.t, p.delta, p.edit)
+                if shifted is not None:
+                    remote[other] = shifted
+            self.remote = remote
+        self.pending.clear()
+        return self.entries
+
+
+
+def consulted(a0: int, b0: int, changed: str, touched: list[tuple[int, int]], watched: frozenset[str]) -> bool:
+    """Whether an edit inside the function spanning bytes [a0, b0) (old and new text `changed`) may change an
+    analysis that consulted the byte ranges `touched` and every mention of the names `watched`."""
+    if any(re.search(rf"\b{re.escape(w)}\b", changed) for w in watched):
+        return True
+    return any(a < b0 and a0 < b for a, b in touched)
+
+
+def _shift_byte(b: int, s: int, t: int, delta: int) -> int:
+    if b >= t:
+        return b + delta
+    if b <= s:
+        return b
+    raise ValueError("inside the edit")
+
+
+def _shift_entry(entry: RegionEntry, s: int, t: int, delta: int, e: TextEdit) -> RegionEntry | None:
+    try:
+        kind, *rest = entry.ident
+        a, b, c, d = (_shift_byte(x, s, t, delta) for x in rest)
+        recs: list[Rec] = []
+        for r in entry.recs:
+            sl, sc = _shift_point(r.sl, r.sc, e)
+            el, ec = _shift_point(r.el, r.ec, e)
+            site = CaptureSite(r.site.path, _shift_point(r.site.line, 0, e)[0], r.site.kind)
+            recs.append(replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta),
+                                end_byte=_shift_byte(r.end_byte, s, t, delta), sl=sl, sc=sc, el=el, ec=ec,
+                                site=site, fixes=tuple(_shift_fix(x, e) for x in r.fixes),
+                                steps=_shift_steps(r.steps, r.site.path, e)))
+        owner = _shift_byte(entry.owner, s, t, delta) if entry.owner >= 0 else -1
+    except ValueError:
+        return None
+    touched = [(x + delta if x >= t else x, y + delta if y >= t else y) for x, y in entry.touched
+               if not (x < t and s < y)]
+    return RegionEntry((kind, a, b, c, d), owner, recs, touched, entry.watched)
+
+
+def _shift_remote(entry: RemoteEntry, path: str, s: int, t: int, delta: int, e: TextEdit) -> RemoteEntry | None:
+    """An importer's hits in file `path` after edit `e` of it (their capture sites, in the importer, stay)."""
+    try:
+        recs = [replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta),
+                        end_byte=_shift_byte(r.end_byte, s, t, delta), sl=sl, sc=sc, el=el, ec=ec,
+                        fixes=tuple(_shift_fix(x, e) for x in r.fixes), steps=_shift_steps(r.steps, path, e))
+                for r in entry.recs
+                for (sl, sc), (el, ec) in [(_shift_point(r.sl, r.sc, e), _shift_point(r.el, r.ec, e))]]
+    except ValueError:
+        return None
+    touched = [(x + delta if x >= t else x, y + delta if y >= t else y) for x, y in entry.touched
+               if not (x < t and s < y)]
+    return RemoteEntry(entry.text, recs, touched, entry.watched)
+
+
+def _shift_point(line: int, col: int, e: TextEdit) -> tuple[int, int]:
+    if (line, col) <= (e.start_line, e.start_col):
+        return line, col
+    if (line, col) < (e.end_line, e.end_col):
+        raise ValueError("inside the edit")
+    nl = e.new_text.count("\n")
+    if line == e.end_line:
+        if nl:
+            return e.start_line + nl, col - e.end_col + len(e.new_text) - e.new_text.rfind("\n") - 1
+        return e.start_line, e.start_col + len(e.new_text) + (col - e.end_col)
+    return line + nl - (e.end_line - e.start_line), col
+
+
+def _shift_steps(steps: tuple[CallStep, ...], path: str, e: TextEdit) -> tuple[CallStep, ...]:
+    """The call path after edit `e` of file `path` (steps in other files do not move)."""
+    out = []
+    for st in steps:
+        if st.path == path:
+            line, col = _shift_point(st.line, st.col, e)
+            st = replace(st, line=line, col=col)
+        out.append(st)
+    return tuple(out)
+
+
+def _shift_edit(t: TextEdit, e: TextEdit) -> TextEdit:
+    sl, sc = _shift_point(t.start_line, t.start_col, e)
+    el, ec = _shift_point(t.end_line, t.end_col, e)
+    return TextEdit(sl, sc, el, ec, t.new_text)
+
+
+def _shift_fix(f: Fix, e: TextEdit) -> Fix:
+    return replace(f, edits=tuple(_shift_edit(t, e) for t in f.edits))
+
+
+def shift_cached(c: Cached, old: ParsedSource, new: ParsedSource, e: TextEdit) -> Cached | None:
+    s = old.byte_offset(e.start_line, e.start_col)
+    t = old.byte_offset(e.end_line, e.end_col)
+    delta = len(new.data) - len(old.data)
+    try:
+        out: list[SourceFinding] = []
+        for f in c.findings:
+            sl, sc = _shift_point(f.start_line, f.start_col, e)
+            el, ec = _shift_point(f.end_line, f.end_col, e)
+            site = f.capture_site
+            if site is not None and site.path == f.path:
+                site = CaptureSite(site.path, _shift_point(site.line, 0, e)[0], site.kind)
+            out.append(replace(
+                f, start_line=sl, start_col=sc, end_line=el, end_col=ec, capture_site=site,
+                fixes=tuple(_shift_fix(x, e) for x in f.fixes), call_path=_shift_steps(f.call_path, f.path, e),
+                suppression=_shift_fix(f.suppression, e) if f.suppression is not None else None,
+            ))
+    except ValueError:
+        return None
+    touched = [(a + delta if a >= t else a, b + delta if b >= t else b) for a, b in c.touched if not (a < t and s < b)]
+    return Cached(c.key, out, touched, c.watched)
