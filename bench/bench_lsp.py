@@ -78,6 +78,11 @@ def make_source(lines: int = LINES) -> str:
     return "\n".join(out) + "\n"
 
 
+# the server's requests the client answers (with null, or no settings); workDoneProgress/create: a server that
+# reports progress waits for it
+CLIENT_REQUESTS = ("workspace/configuration", "client/registerCapability", "window/workDoneProgress/create")
+
+
 class Client:
     def __init__(self, cmd: list[str], cwd: str) -> None:
         self.t_spawn = time.perf_counter()
@@ -123,7 +128,7 @@ class Client:
             if left <= 0:
                 raise TimeoutError("no matching message")
             t, msg = self.messages.get(timeout=left)
-            if msg.get("method") in ("workspace/configuration", "client/registerCapability") and "id" in msg:
+            if msg.get("method") in CLIENT_REQUESTS and "id" in msg:
                 self._reply(msg)
             if pred(msg):
                 return t, msg

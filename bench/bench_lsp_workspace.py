@@ -36,7 +36,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_lsp import Client, diagnostics_for, pct, ruff_command  # noqa: E402
+from bench_lsp import CLIENT_REQUESTS, Client, diagnostics_for, pct, ruff_command  # noqa: E402
 
 NEW_FILE = """import torch
 
@@ -148,7 +148,7 @@ def start(cmd: list[str], env: dict[str, str], folders: list[Path], path: Path, 
 def open_doc(c: EnvClient, path: Path, text: str, peer: bool) -> str:
     uri = path.as_uri()
     c.send("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
-    c.wait(diagnostics_for(uri, None if peer else 1))
+    c.wait(diagnostics_for(uri, None if peer else 1), 900)  # a deep file's first analysis reads its importers
     return uri
 
 
@@ -159,7 +159,7 @@ def drain(c: EnvClient) -> None:
             _t, msg = c.messages.get_nowait()
         except queue.Empty:
             return
-        if msg.get("method") in ("workspace/configuration", "client/registerCapability") and "id" in msg:
+        if msg.get("method") in CLIENT_REQUESTS and "id" in msg:
             c._reply(msg)
 
 

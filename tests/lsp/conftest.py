@@ -37,6 +37,19 @@ def _record_publish(client: LanguageClient, params: types.PublishDiagnosticsPara
 
 pytest_lsp.client.DEFAULT_CLIENT_FEATURES[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _record_publish
 
+_default_progress = pytest_lsp.client.DEFAULT_CLIENT_FEATURES[types.PROGRESS]
+
+
+def _record_progress(client: LanguageClient, params: types.ProgressParams) -> None:
+    # (token, kind, how many publishes had come by then): the order of progress and diagnostics as the client saw it
+    log: list[tuple[object, object, int]] = client.__dict__.setdefault("progress_log", [])
+    kind = params.value.get("kind") if isinstance(params.value, dict) else None
+    log.append((params.token, kind, len(client.__dict__.setdefault("published_log", []))))
+    _default_progress(client, params)
+
+
+pytest_lsp.client.DEFAULT_CLIENT_FEATURES[types.PROGRESS] = _record_progress
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Specification warnings from pytest-lsp are failures in this folder."""

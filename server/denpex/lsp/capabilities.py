@@ -38,6 +38,7 @@ class ClientCaps:
     workspace_configuration: bool = False
     watched_files_dynamic: bool = False
     apply_edit: bool = False
+    work_done_progress: bool = False  # window/workDoneProgress/create and $/progress shown
 
     @classmethod
     def from_json(cls, caps: object) -> ClientCaps:
@@ -66,6 +67,7 @@ class ClientCaps:
             workspace_configuration=has("workspace.configuration"),
             watched_files_dynamic=has("workspace.didChangeWatchedFiles.dynamicRegistration"),
             apply_edit=has("workspace.applyEdit"),
+            work_done_progress=has("window.workDoneProgress"),
         )
 
     @classmethod

@@ -9,7 +9,9 @@ puts them together.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+import time
 import traceback
 from collections.abc import Coroutine
 from urllib.parse import unquote
@@ -25,6 +27,12 @@ from denpex.lsp.diagnostics import for_client
 from denpex.lsp.documents import DocState, Kind, path_of
 from denpex.lsp.service import DocumentService
 
+INDEX_SLICE_S = 0.02  # the background index yields to the event loop this often
+PROGRESS_EVERY_S = 0.25  # and reports progress at most this often
+FIRST_OPEN_GRACE_S = 0.05  # a client opens its first document right after `initialized`
+FIRST_DIAGNOSTICS_WAIT_S = 30.0  # the index starts anyway after this
+PROGRESS_CREATE_WAIT_S = 5.0  # a client that never answers window/workDoneProgress/create gets no progress
+
 
 class DenpexLanguageServer(LanguageServer):
     def __init__(self, protocol_cls: type[LanguageServerProtocol]) -> None:
@@ -32,6 +40,7 @@ class DenpexLanguageServer(LanguageServer):
                          notebook_document_sync=notebooks.SYNC_OPTIONS, protocol_cls=protocol_cls)
         self.service = DocumentService(self, self.text_document)
         self._background: set[asyncio.Future[None]] = set()
+        self._index_run = 0  # bumped by each populate_index: an older run stops
 
     # logging -----------------------------------------------------------------------------------
 
@@ -124,22 +133,75 @@ class DenpexLanguageServer(LanguageServer):
     # background work and requests to the client -----------------------------------------------
 
     async def populate_index(self) -> None:
-        """Index the folders' Python files in the background, then re-run open documents."""
+        """Index the folders' Python files in the background once the open documents have their first
+        diagnostics (from the open file and what the index already knows), with `$/progress` when the client
+        shows it; then re-run the open documents once, as the index may reach them from other files now."""
         svc = self.service
+        self._index_run += 1
+        run = self._index_run
+        progress: str | None = None
         try:
-            await asyncio.sleep(0.05)  # let the first diagnostics out first
+            await self._first_diagnostics_out()
+            if run != self._index_run:
+                return  # the folders changed meanwhile: the newer run indexes them
             files = svc.analyzer.workspace_files(skip=svc.open_paths())
+            progress = await self._progress_begin(f"Denpex: indexing {len(files):,} files", len(files))
+            shown = slice_start = time.perf_counter()
             for i, path in enumerate(files):
                 if path not in svc.open_paths():
                     svc.analyzer.index_file(path)
-                if i % 16 == 15:
+                now = time.perf_counter()
+                if now - slice_start >= INDEX_SLICE_S:  # let a keystroke's analysis in between
+                    if progress is not None and now - shown >= PROGRESS_EVERY_S:
+                        self._progress_report(progress, i + 1, len(files))
+                        shown = now
                     await asyncio.sleep(0)
+                    if run != self._index_run:
+                        return
+                    slice_start = time.perf_counter()
             self.log(f"indexed {len(files)} workspace files", types.MessageType.Log)
             self.reanalyse_python()
         except asyncio.CancelledError:
             raise
         except Exception:
             self.log_exception("workspace indexing failed")
+        finally:
+            if progress is not None:
+                self._progress_end(progress)
+
+    async def _first_diagnostics_out(self) -> None:
+        """Wait until every open document has been analysed once (a first start loads the rule book and the
+        analyser then), or briefly for a document to open; the index must not delay the first diagnostics."""
+        t0 = time.perf_counter()
+        await asyncio.sleep(FIRST_OPEN_GRACE_S)
+        while time.perf_counter() - t0 < FIRST_DIAGNOSTICS_WAIT_S:
+            docs = [st for st in self.service.documents.docs.values() if st.kind is Kind.PYTHON and st.notebook is None]
+            if all(st.analysed_version is not None for st in docs):
+                return
+            await asyncio.sleep(0.01)
+
+    async def _progress_begin(self, title: str, total: int) -> str | None:
+        """A server-initiated progress token (None when the client shows no progress or does not answer)."""
+        if not self.service.caps.work_done_progress or total == 0:
+            return None
+        token = f"denpex-index-{self._index_run}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), PROGRESS_CREATE_WAIT_S)
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                title=title, cancellable=False, percentage=0, message=f"0/{total:,}"))
+        except Exception as exc:
+            self.log(f"progress not shown: {exc!r}", types.MessageType.Log)
+            return None
+        return token
+
+    def _progress_report(self, token: str, done: int, total: int) -> None:
+        with contextlib.suppress(Exception):  # the transport is gone
+            self.work_done_progress.report(token, types.WorkDoneProgressReport(
+                percentage=done * 100 // total, message=f"{done:,}/{total:,}"))
+
+    def _progress_end(self, token: str) -> None:
+        with contextlib.suppress(Exception):
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="indexed"))
 
     async def refresh_pull(self) -> None:
         try:
