@@ -17,7 +17,9 @@ line and no signature confirmed), so a line without an anchor costs nothing here
 from __future__ import annotations
 
 import bisect
+import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import ahocorasick_rs
 import regex
@@ -58,8 +60,9 @@ class Known:
 class Table:
     """Known messages of one rule book, sorted for prefix look-ups, and their first characters."""
 
-    def __init__(self, known: list[Known]) -> None:
-        known.sort(key=lambda k: k.text)
+    def __init__(self, known: list[Known], presorted: bool = False) -> None:
+        if not presorted:
+            known.sort(key=lambda k: k.text)
         self.known = known
         self.texts = [k.text for k in known]
         heads = sorted({k.text[:HEAD] for k in known})
@@ -192,11 +195,69 @@ def _word(c: str) -> bool:
 
 
 def table_for(book: RuleBook) -> Table:
-    """The book's known messages, built on first use and kept with the book."""
+    """The book's known messages, built on first use and kept with the book.
+
+    Building them costs 100-160 ms (every table message is checked against its signature's regex), so the
+    result is kept in the per-user cache too (denpex.rulebook.cache), keyed by everything of the book it
+    reads (_book_key): a later process rebuilds the table from the cached rows in a few milliseconds."""
     table = book.derived.get("truncated")
     if not isinstance(table, Table):
-        table = book.derived["truncated"] = Table(known_messages(book))
+        table = book.derived["truncated"] = _cached_table(book)
     return table
+
+
+_SEP = "\1"
+_TABLE_FORMAT = b"truncated-table/1"  # bump when Known, known_messages or the rows change
+
+
+def _book_key(book: RuleBook) -> bytes:
+    """What known_messages reads of a book, as bytes: the cache entry's key (a CRC of it is taken there)."""
+    parts: list[str] = []
+    for rule in book.rules:
+        parts.append(f"R{rule.id}\0{rule.generic}")
+        for sig in rule.signatures:
+            parts.append(f"S{sig.index}\0{sig.literal}\0{sig.regex}\0{sig.ignore_case}\0{sig.table_group}")
+        for e in rule.codes:
+            parts.append(f"C{e.name}\0{e.number}\0{_SEP.join(e.messages)}\0{_SEP.join(e.aliases)}")
+    return _TABLE_FORMAT + "\0".join(parts).encode("utf-8", "surrogatepass")
+
+
+Row = tuple[str, int, int, int, int, bool, bool]  # text, rule, signature, entry (-1: none), body, open_end, generic
+
+
+def _rows(book: RuleBook) -> list[Row]:
+    """known_messages(book), sorted, as plain rows that name the book's objects by position."""
+    rule_pos = {id(r): i for i, r in enumerate(book.rules)}
+    by_rule = {r.id: r for r in book.rules}
+    out: list[Row] = []
+    for k in sorted(known_messages(book), key=lambda k: k.text):
+        rule = by_rule[k.sig.rule_id]
+        sig = next(i for i, x in enumerate(rule.signatures) if x is k.sig)
+        entry = -1 if k.entry is None else next(i for i, e in enumerate(rule.codes) if e is k.entry)
+        out.append((k.text, rule_pos[id(rule)], sig, entry, k.body, k.open_end, k.generic))
+    return out
+
+
+def _from_rows(book: RuleBook, rows: list[Row]) -> Table:
+    known = []
+    for text, r, sig, entry, body, open_end, generic in rows:
+        rule = book.rules[r]
+        known.append(Known(text, rule.signatures[sig], None if entry < 0 else rule.codes[entry], body, open_end,
+                           generic))
+    return Table(known, presorted=True)
+
+
+def _cached_table(book: RuleBook) -> Table:
+    from denpex.rulebook.cache import cached
+
+    key = _book_key(book)
+    extra = zlib.crc32(key).to_bytes(4, "big") + zlib.crc32(key[::-1]).to_bytes(4, "big") + len(key).to_bytes(8, "big")
+    # this module is the entry's first input: its folder names the install (one entry each), its stat the code
+    rows = cached("truncated", [Path(__file__)], lambda: _rows(book), extra=extra)
+    try:
+        return _from_rows(book, rows)
+    except (IndexError, TypeError, ValueError):  # an entry written by another layout: build afresh
+        return Table(known_messages(book))
 
 
 def known_messages(book: RuleBook) -> list[Known]:
