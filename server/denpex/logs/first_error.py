@@ -41,7 +41,7 @@ from typing import Any, BinaryIO
 
 import ahocorasick_rs
 
-from denpex.logs import native
+from denpex.logs import native, scanner
 from denpex.logs.attribution import Attribution, attribute, strip_prefixes
 from denpex.logs.bytecount import Buffer
 from denpex.logs.matcher import Hit, Matcher
@@ -274,6 +274,7 @@ class _Keys:
         if cls._native is None and cls._search is None:
             cls._search = ahocorasick_rs.BytesAhoCorasick(list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
         self.skipped = 0  # chunks found quiet
+        self._scratch = bytearray()  # _clean_quiet's cleaned bytes
         self.clean_first = False  # the last chunk with colour codes was quiet without them
 
     def _idle(self) -> bool:
@@ -306,10 +307,15 @@ class _Keys:
         this chunk but come again with the next one; a chunk without a newline is taken whole."""
         assert self._shapes is not None
         cut = data.rfind(b"\n") + 1
-        clean = self._unansi(memoryview(data)[:cut] if cut else data)
-        if clean is None or self._loud(clean) >= 0:
+        raw = memoryview(data)[:cut] if cut else data
+        # the cleaned bytes go into a buffer kept across chunks: a fresh megabyte per chunk cost more in
+        # allocation and page faults than the cleaning itself
+        if len(self._scratch) < len(raw):
+            self._scratch = bytearray(max(len(raw), scanner.CHUNK))
+        n = self._unansi(raw, self._scratch)
+        if n is None or self._loud(self._scratch, n) >= 0:
             return None
-        starts, _before, total = self._shapes.scan(clean)
+        starts, _before, total = self._shapes.scan(self._scratch, n)
         return None if starts else total
 
     def _coloured(self, data: Buffer) -> tuple[list[int], list[int] | None, int | None]:
