@@ -292,3 +292,53 @@ def test_a_capture_made_once_in_the_loop_still_replays_the_old_storage(tmp_path:
            "                fill(out.view(-1), x)")
     found = _findings(tmp_path, {"main.py": LOOP_CAPTURE.format(capture=cap)})
     assert ("main.py", 18, "replay-rebound-static-input", "error") in found, found
+
+
+# flashinfer page.py:675-725: `stream_capturing = _is_stream_capturing_on_device(device)`, a function of the file
+# returning torch.cuda.is_current_stream_capturing() (or False off CUDA), then `if stream_capturing: raise ...`
+# before the host-scalar path: the host copy after the raise never runs under capture
+GUARD_LIB = """\
+import torch
+
+
+def _capturing(device):
+    if device.type != "cuda":
+        return False
+    return torch.cuda.is_current_stream_capturing()
+
+
+def pack(values, device):
+    {bind}
+    out = []
+    for v in values:
+        if not isinstance(v, torch.Tensor):
+            if {test}:
+                raise ValueError("pass tensors during CUDA graph capture")
+            scalar = float(v)
+            out.append(torch.tensor([scalar], dtype=torch.float32, device="cuda"))
+            continue
+        out.append(v)
+    return out
+"""
+
+GUARD_MAIN = """\
+import torch
+from lib import pack
+
+x = torch.randn(8, device="cuda")
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    y = pack([x, 0.5], x.device)
+"""
+
+
+def test_a_raise_under_a_local_bound_to_a_guard_wrapper_ends_the_captured_path(tmp_path: Path) -> None:
+    lib = GUARD_LIB.format(bind="capturing = _capturing(device)", test="capturing")
+    found = _findings(tmp_path, {"main.py": GUARD_MAIN, "lib.py": lib})
+    assert not {f for f in found if f[0] == "lib.py" and f[1] == 18}, found
+
+
+def test_a_raise_under_another_flag_does_not_end_it(tmp_path: Path) -> None:
+    lib = GUARD_LIB.format(bind="capturing = device.index == 3", test="capturing")
+    found = _findings(tmp_path, {"main.py": GUARD_MAIN, "lib.py": lib})
+    assert {f for f in found if f[0] == "lib.py" and f[1] == 18 and f[2] == "capture-host-copy"}, found

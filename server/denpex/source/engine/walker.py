@@ -27,7 +27,7 @@ from denpex.source.resolve.index import FileIndex, FuncInfo, Kind, positional
 from denpex.source.resolve.param_kinds import param_kinds
 from denpex.source.rules import RuleSet
 from denpex.source.rules._api import CallSite, Frame
-from denpex.source.syntax.parse import strip_parens
+from denpex.source.syntax.parse import own_nodes, strip_parens
 
 DEFAULT_GUARDS = frozenset({
     "is_current_stream_capturing", "is_graph_capturing", "get_is_capture_mode", "is_capturing",
@@ -64,6 +64,7 @@ class CaptureWalker:
         # functions whose walk took a branch decision from a parameter left at its default, with the parameters
         # every entry so far left at their defaults: a call that passes one of them enters the function again
         self.default_used: dict[tuple[int, int], frozenset[str]] = {}
+        self.guard_wrappers: dict[tuple[int, str], bool] = {}  # (file index, function name) -> returns a guard
         self.region_stmt_ids = {s.id for s in region.stmts}
         self.torch = F.torch_alias(region.ix)
         self.fixes = RegionFixBuilder(region, resolver, self.torch)
@@ -357,16 +358,44 @@ class CaptureWalker:
                 return None
             cond, neg = strip_parens(arg), True
         if cond.type == "call":
-            f = cond.child_by_field_name("function")
-            name = ix.text(f).rsplit(".", 1)[-1] if f is not None else ""
-            q = ix.qualname(f) if f is not None else None
-            if name in self.guards or (q is not None and q in self.guards):
+            if self._guard_call(ix, cond) or self._guard_wrapper_call(ix, cond):
                 return not neg
         elif cond.type in ("identifier", "attribute"):
             name = ix.text(cond).rsplit(".", 1)[-1]
             if name in self.guards:
                 return not neg
+            bound = _bound_once(ix, cond) if cond.type == "identifier" else None
+            if bound is not None and bound.type == "call" and (
+                    self._guard_call(ix, bound) or self._guard_wrapper_call(ix, bound)):
+                return not neg  # `capturing = torch.cuda.is_current_stream_capturing()` ... `if capturing:`
         return None
+
+    def _guard_call(self, ix: FileIndex, call: Node) -> bool:
+        f = call.child_by_field_name("function")
+        name = ix.text(f).rsplit(".", 1)[-1] if f is not None else ""
+        q = ix.qualname(f) if f is not None else None
+        return name in self.guards or (q is not None and q in self.guards)
+
+    def _guard_wrapper_call(self, ix: FileIndex, call: Node) -> bool:
+        """A call of a function of this file that returns a capture guard's answer (or False, for no device):
+        `def _capturing(dev): if dev.type != "cuda": return False; return torch.cuda.is_current_stream_capturing()`."""
+        f = call.child_by_field_name("function")
+        if f is None or f.type != "identifier":
+            return False
+        name = ix.text(f)
+        key = (id(ix), name)
+        known = self.guard_wrappers.get(key)
+        if known is None:
+            known = self.guard_wrappers[key] = any(fn.name == name and fn.class_name is None
+                                                   and self._returns_guard(ix, fn) for fn in ix.functions)
+        return known
+
+    def _returns_guard(self, ix: FileIndex, fn: FuncInfo) -> bool:
+        body = fn.body
+        rets = [n for n in own_nodes(body) if n.type == "return_statement"] if body is not None else []
+        values = [strip_parens(r.named_children[0]) if r.named_child_count else None for r in rets]
+        guards = {v.id for v in values if v is not None and v.type == "call" and self._guard_call(ix, v)}
+        return bool(guards) and all(v is not None and (v.type == "false" or v.id in guards) for v in values)
 
     def _early_exit_guard(self, ix: FileIndex, if_stmt: Node) -> bool:
         cond = if_stmt.child_by_field_name("condition")
@@ -466,3 +495,13 @@ def _defaulted(ix: FileIndex, fn: FuncInfo, env: Env, pre: Env, call: Node | Non
         return ()
     bound = {k for k, _ in env.params} | {k for k, _ in pre.params}
     return tuple((name, d) for name, d in param_defaults(ix, fn.node).items() if name not in bound)
+
+
+def _bound_once(ix: FileIndex, name: Node) -> Node | None:
+    """The value of a name its scope binds once, by a plain assignment before `name`."""
+    assign, scope, is_param = ix.lookup(ix.text(name), name)
+    if is_param or assign is None or assign.value is None or scope is None:
+        return None
+    if len(scope.assigns.get(ix.text(name), ())) != 1 or assign.stmt.type != "assignment":
+        return None
+    return strip_parens(assign.value) if assign.start_byte < name.start_byte else None
