@@ -77,14 +77,9 @@ CASES = cases()
 
 # Gold lines the analyser at HEAD does not flag with the gold rule (what it is missing).
 MISSES: dict[str, str] = {
-    "s07_vit_droppath": "user generator in DropPath reached through make_graphed_callables of a ViT whose blocks"
-                        " hold it",
-    "s08_charlm": "Adam from a factory in another file, stored and stepped inside the captured train_step",
     # programs_new: the missing link named first is the one a minimal probe showed missing on its own
     "r02_telemetry_decorator": "the body of a decorator's wrapper is not walked under capture (its"
                                " torch.tensor([...], device=x.device) is a known host copy)",
-    "r04_optim_factory": "AdamW from a factory whose branches build different classes, passed to"
-                         " GraphedTrainer(model, optimizer) and stepped as self.optimizer.step()",
     "r07_euler_sampler": "a scalar op argument taken from the loop variable of the replay loop and passed as an"
                          " argument to the captured method",
 }

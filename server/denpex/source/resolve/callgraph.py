@@ -43,6 +43,9 @@ class Env:
     """Parameter bindings of one activation: param name -> the caller's argument expression."""
 
     params: tuple[tuple[str, Binding], ...] = ()
+    # the resolver's values, for what the bindings do not say (a parameter of another function, typed from its
+    # call sites in the workspace: param_kinds.py)
+    values: Values | None = field(default=None, compare=False, repr=False)
 
     def get(self, name: str) -> Binding | None:
         for k, v in self.params:
@@ -93,7 +96,7 @@ class Resolver:
         out: list[Target] = []
         for t in targets:
             bound = self._bind(ix, call, t.func, env, drop_self=True, skip=t.skip)
-            out.append(Target(t.ix, t.func, Env(t.pre.params + bound.params), t.label, guess=t.guess))
+            out.append(Target(t.ix, t.func, Env(t.pre.params + bound.params, self.values), t.label, guess=t.guess))
         return out
 
     def resolve_callable(self, ix: FileIndex, expr: Node, env: Env, depth: int = 0) -> list[Target]:

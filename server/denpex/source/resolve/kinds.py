@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from tree_sitter import Node
 
 from denpex.source.resolve.args import _kwarg, bind
-from denpex.source.syntax.parse import own_nodes, strip_parens
+from denpex.source.syntax.parse import own_nodes, strip_parens, tokens, walk
 
 if TYPE_CHECKING:
     from denpex.source.resolve.index import FileIndex, FuncInfo
@@ -333,20 +333,69 @@ def _mentions_cuda(ix: FileIndex, node: Node) -> bool:
     text = ix.text(node)
     if "cuda" in text:
         return True
-    # a name bound to "cuda" / torch.device("cuda")
+    # a name bound to "cuda" / torch.device("cuda"), or to a command-line option whose default is "cuda"
     for n in [node, *node.named_children]:
         n = strip_parens(n)
-        if n.type == "identifier":
-            assign, _s, _p = ix.lookup(ix.text(n), n)
-            if assign is not None and assign.value is not None and "cuda" in ix.text(assign.value):
-                return True
         if n.type == "keyword_argument":
             v = n.child_by_field_name("value")
-            if v is not None and v.type == "identifier":
-                assign, _s, _p = ix.lookup(ix.text(v), v)
-                if assign is not None and assign.value is not None and "cuda" in ix.text(assign.value):
-                    return True
+            if v is None:
+                continue
+            n = strip_parens(v)
+        if n.type == "attribute" and _cuda_option(ix, n):
+            return True
+        if n.type == "identifier":
+            assign, _s, _p = ix.lookup(ix.text(n), n)
+            if assign is not None and assign.value is not None and (
+                    "cuda" in ix.text(assign.value) or any(_cuda_option(ix, a) for a in walk(assign.value)
+                                                           if a.type == "attribute")):
+                return True
     return False
+
+
+_NAMESPACE_PARAMS = frozenset({"args", "cfg", "config", "opts", "opt", "hparams", "flags"})
+
+
+def _cuda_option(ix: FileIndex, attr: Node) -> bool:
+    """`args.device` where the file declares `add_argument("--device", default="cuda")`: the value the program
+    runs with unless told otherwise."""
+    a = attr.child_by_field_name("attribute")
+    obj = attr.child_by_field_name("object")
+    if a is None or obj is None or obj.type != "identifier" or ix.text(a) not in _cuda_options(ix):
+        return False
+    # the object is the parsed namespace: `args = parser.parse_args()` / `get_args()`, or an `args` parameter
+    assign, _s, is_param = ix.lookup(ix.text(obj), obj)
+    if is_param:
+        return ix.text(obj) in _NAMESPACE_PARAMS
+    v = strip_parens(assign.value) if assign is not None and assign.value is not None else None
+    f = v.child_by_field_name("function") if v is not None and v.type == "call" else None
+    return f is not None and "args" in ix.text(f).rsplit(".", 1)[-1]
+
+
+def _cuda_options(ix: FileIndex) -> dict[str, list[Node]]:
+    """The argparse destinations of the file whose default mentions cuda (once per file)."""
+    key = ("cuda_options", 0)
+    found = ix.scope_tables.get(key)
+    if found is not None:
+        return found
+    found = ix.scope_tables[key] = {}
+    if not ix.has(b"add_argument"):
+        return found
+    for tok in tokens(ix.src, "add_argument", "identifier"):
+        call = tok.parent.parent if tok.parent is not None and tok.parent.type == "attribute" else None
+        if call is None or call.type != "call":
+            continue
+        args = call.child_by_field_name("arguments")
+        default = _kwarg(ix, args, "default") if args is not None else None
+        if default is None or "cuda" not in ix.text(default):
+            continue
+        dest = _kwarg(ix, args, "dest") if args is not None else None
+        flags = [a for a in (args.named_children if args is not None else []) if a.type == "string"]
+        spelled = dest if dest is not None else (flags[-1] if flags else None)
+        if spelled is None:
+            continue
+        name = ix.text(spelled).strip("'\"").lstrip("-").replace("-", "_")
+        found.setdefault(name, []).append(call)
+    return found
 
 
 def _literal_shape(ix: FileIndex, args: Node) -> tuple[int, ...] | None:

@@ -1,5 +1,7 @@
 """Kinds of parameters from the calls that reach them: what the caller passed for `scores` decides whether
-`keep = scores > t` in the callee is a tensor mask, through every call level between it and the capture.
+`keep = scores > t` in the callee is a tensor mask, through every call level between it and the capture. A
+parameter of another function than the frame's (an `__init__` parameter stored on `self` and read in
+`forward`) is typed from that function's call sites in the workspace (Values.parameter_kind).
 
 The walker's frames hold each entered function's bindings (`Env`: parameter -> the caller's argument, with
 the caller's own bindings); `param_kinds` turns them into the `params` callback of `FileIndex.kind`.
@@ -21,11 +23,16 @@ def param_kinds(ix: FileIndex, env: Env, func: FuncInfo | None, hops: int = _MAX
     if func is None or not env.params or hops <= 0:
         return None
     fn_id = func.node.id
+    values = env.values
 
     def of(name: str, node: Node) -> Kind | None:
         holder = ix.enclosing_function(node)
-        if holder is None or holder.node.id != fn_id:
+        if holder is None:
             return None
+        if holder.node.id != fn_id:
+            # another function's parameter (`self.gen = gen` in `__init__`, read in `forward`): typed from that
+            # function's call sites in the workspace
+            return values.parameter_kind(ix, holder, name) if values is not None else None
         b = env.get(name)
         if b is None:
             return None

@@ -15,14 +15,23 @@ expression that needs more is unknown, and an unknown value gives no call edge, 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tree_sitter import Node
 
 from denpex.source.resolve import callsites
 from denpex.source.resolve.args import bind
-from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, positional
+from denpex.source.resolve.consts import arm_dead
+from denpex.source.resolve.index import (
+    Assign,
+    ClassInfo,
+    FileIndex,
+    FuncInfo,
+    Kind,
+    Scope,
+    positional,
+)
 from denpex.source.syntax.parse import strip_parens
 
 MAX_VALUES = 8  # per expression; more is unknown
@@ -149,6 +158,7 @@ class Values:
     # callgraph.Resolver's callables from call sites per (file, function, parameter): (targets, ranges read)
     targets_memo: dict[tuple[int, int, str], tuple[list[Any], list[tuple[int, int]]]] = field(default_factory=dict)
     _mro: dict[tuple[int, int], list[tuple[FileIndex, ClassInfo]]] = field(default_factory=dict)
+    _kinds: dict[tuple[int, int, str], Kind | None] = field(default_factory=dict)  # parameter_kind's answers
     _cut: bool = False  # an answer under way was cut by the depth bound (it is then not remembered)
     # the lowest stack position of a parameter under way that the answer under way read (a cycle through it):
     # the answer is then remembered only by that parameter itself, once it is complete
@@ -165,6 +175,7 @@ class Values:
         self._params.clear()
         self.targets_memo.clear()
         self._mro.clear()
+        self._kinds.clear()
 
     # ---- expressions -------------------------------------------------------------------------------------
     def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
@@ -251,14 +262,27 @@ class Values:
         if assign is not None:
             if scope is not None and scope.node.type == "module":
                 ix.watched.add(name)  # every binding of a module name may change the answer
-            st = assign.stmt
-            if assign.value is None and st.type in ("for_statement", "for_in_clause"):
-                it = st.child_by_field_name("right")
-                return self.elements(self.of(ix, it, depth + 1)) if it is not None else []
-            if assign.value is None or st.type == "augmented_assignment":
-                return []
-            return self.of(ix, assign.value, depth + 1)
+            reaching = _reaching(scope, name, assign, ident) if scope is not None else [assign]
+            if len(reaching) > 1 and scope is not None:
+                # arms the program's default run does not take (`if name == "sgd":` with "adam" passed) are left out
+                taken = [a for a in reaching if not arm_dead(ix, a.stmt, scope.node, self.call_sites)]
+                reaching = taken or reaching
+            groups = [self._assigned(ix, a, depth) for a in reaching]
+            found = _union(groups)
+            if len(found) > 1 and sum(1 for g in groups if g) > 1:
+                self.guessed |= GUESS_PARTIAL  # branches bind different objects: which one runs is not known
+            return found
         return self.global_name(ix, name, depth)
+
+    def _assigned(self, ix: FileIndex, assign: Assign, depth: int) -> list[Value]:
+        """The values one binding of a name gives it."""
+        st = assign.stmt
+        if assign.value is None and st.type in ("for_statement", "for_in_clause"):
+            it = st.child_by_field_name("right")
+            return self.elements(self.of(ix, it, depth + 1)) if it is not None else []
+        if assign.value is None or st.type == "augmented_assignment":
+            return []
+        return self.of(ix, assign.value, depth + 1)
 
     def global_name(self, ix: FileIndex, name: str, depth: int) -> list[Value]:
         """A module-level function or class of the file, or one imported from a workspace file."""
@@ -504,6 +528,31 @@ class Values:
             self._params[key] = (found, guess)
         return found
 
+    def parameter_kind(self, ix: FileIndex, fn: FuncInfo, name: str) -> Kind | None:
+        """The kind of parameter `name` of `fn` from its annotation, default or every call site in the workspace
+        (through any number of hops), when each value is a library object and their kinds agree (`generator`
+        of `DropPath.__init__` given a `torch.Generator(...)` three constructors up); None otherwise."""
+        key = (id(ix), fn.node.id, name)
+        if key in self._kinds:
+            return self._kinds[key]
+        outer = self.guessed
+        self.guessed = 0
+        vals = self.parameter(ix, fn, name, 0)
+        partial = self.guessed & GUESS_PARTIAL
+        self.guessed = outer
+        found: Kind | None = None
+        if vals and not partial and all(isinstance(v, Lib) for v in vals):
+            kinds = [v.ix.kind(v.node) for v in vals if isinstance(v, Lib)]
+            k0 = kinds[0]
+            if k0.cat not in ("unknown", "param", "other") and all(
+                    (k.cat, k.device, k.is_bool) == (k0.cat, k0.device, k0.is_bool) for k in kinds):
+                one = vals[0] if len(vals) == 1 and isinstance(vals[0], Lib) else None
+                # one construction: its node, and its file when that is not this one (a rule reads its arguments)
+                found = replace(k0, node=one.node if one is not None else None,
+                                home=one.ix if one is not None and one.ix is not ix else None)
+        self._kinds[key] = found
+        return found
+
     def call_sites(self, ix: FileIndex, fn: FuncInfo) -> list[tuple[FileIndex, Node]]:
         """Calls of `fn` in the function's file and in the workspace files that import it: `fn(...)` /
         `mod.fn(...)`; for a method, `obj.fn(...)` where `obj` is an instance of its class (or of a subclass that
@@ -599,6 +648,39 @@ class Values:
     def is_module(self, ix: FileIndex, cls: ClassInfo) -> bool:
         """An nn.Module subclass (calling an instance runs `forward`)."""
         return any(b.startswith("torch.nn.") or b.endswith(("nn.Module", "Module")) for b in self.library_bases(ix, cls))
+
+
+def _reaching(scope: Scope, name: str, assign: Assign, read: Node) -> list[Assign]:
+    """The bindings of `name` in `scope` that may reach `read`, `assign` (the nearest one before it) first: going
+    back from it, each binding inside a branch the read is not in (an if/elif/else arm, a loop or try body) is
+    joined by the ones before it, up to one whose block holds the read too (the branch-merged union)."""
+    assigns = scope.assigns.get(name, [])
+    try:
+        i = next(k for k, a in enumerate(assigns) if a is assign)
+    except StopIteration:
+        return [assign]
+    if assign.stmt.start_byte > read.start_byte:
+        return [assign]  # read before any binding (a loop's back edge): the one lookup chose
+    out: list[Assign] = []
+    for a in reversed(assigns[:i + 1]):
+        if a.stmt.start_byte <= read.start_byte < a.stmt.end_byte:
+            continue  # the statement the read sits in (`x = f(x)`): its own binding comes after the read
+        out.append(a)
+        if _holds(_block_of(a.stmt), read) or len(out) > MAX_VALUES:
+            break
+    return out or [assign]
+
+
+def _block_of(stmt: Node) -> Node:
+    """The innermost block (or the module) that holds a statement."""
+    n: Node | None = stmt.parent
+    while n is not None and n.type not in ("block", "module"):
+        n = n.parent
+    return n if n is not None else stmt
+
+
+def _holds(outer: Node, inner: Node) -> bool:
+    return outer.start_byte <= inner.start_byte < outer.end_byte
 
 
 def _param_node(ix: FileIndex, fn: FuncInfo, name: str) -> Node | None:
