@@ -10,6 +10,7 @@ list comprehension, inside a loop whose container outlives the iteration. Functi
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -30,6 +31,39 @@ _LOOPS = ("for_statement", "while_statement")
 _COMPREHENSIONS = ("list_comprehension", "set_comprehension", "dictionary_comprehension")
 _CALLS_Q = "(call function: [(identifier) (attribute)] @f) @c"
 _RETURNS_Q = "(return_statement) @r"
+_READS_Q = "[(identifier) (attribute)] @v"
+
+
+def _table(ix: FileIndex, name: str, query: str, capture: str, key_of: str) -> dict[str, list[Node]]:
+    """A query's nodes over the whole file, by the text of `key_of` ("node": the node itself, "function": a call's
+    function), in document order; run once per file index (a module of many captures asks again per capture)."""
+    found = ix.scope_tables.get((name, -1))
+    if found is None:
+        found = ix.scope_tables[(name, -1)] = {}
+        for n in run_query(query, ix.src.root).get(capture, []):
+            k = n.child_by_field_name("function") if key_of == "function" else n
+            if k is not None:
+                found.setdefault(ix.text(k), []).append(n)
+    return found
+
+
+def calls_by_text(ix: FileIndex) -> dict[str, list[Node]]:
+    """Every call of the file by its function's text (`g.replay`, `self.fn`, `scorer`), in document order."""
+    return _table(ix, "frozen-out-calls", _CALLS_Q, "c", "function")
+
+
+def reads_by_text(ix: FileIndex) -> dict[str, list[Node]]:
+    """Every identifier and attribute of the file by its text, in document order."""
+    return _table(ix, "frozen-out-reads", _READS_Q, "v", "node")
+
+
+def within(nodes: list[Node] | None, start: int, end: int) -> list[Node]:
+    """The nodes (sorted by start) that start in [start, end)."""
+    if not nodes:
+        return []
+    i = bisect_left(nodes, start, key=lambda n: n.start_byte)
+    j = bisect_left(nodes, end, key=lambda n: n.start_byte)
+    return nodes[i:j]
 
 
 @dataclass(frozen=True)
@@ -172,7 +206,10 @@ def returned(ix: FileIndex, fn: Node, texts: set[str], calls: set[str]) -> Node 
     body = fn.child_by_field_name("body")
     if body is None:
         return None
-    for r in run_query(_RETURNS_Q, body).get("r", []):
+    rets = ix.scope_tables.get(("frozen-out-returns", fn.id))
+    if rets is None:
+        rets = ix.scope_tables[("frozen-out-returns", fn.id)] = {"": run_query(_RETURNS_Q, body).get("r", [])}
+    for r in rets[""]:
         d = def_of(r)
         if d is None or d.id != fn.id or not r.named_children:
             continue
@@ -198,12 +235,10 @@ def returned(ix: FileIndex, fn: Node, texts: set[str], calls: set[str]) -> Node 
 
 def calls_spelled(ix: FileIndex, root: Node, texts: set[str]) -> list[Node]:
     """Calls under `root` whose function is written as one of `texts` (`scorer`, `self.fn`)."""
-    out = []
-    for c in run_query(_CALLS_Q, root).get("c", []):
-        f = c.child_by_field_name("function")
-        if f is not None and ix.text(f) in texts:
-            out.append(c)
-    return out
+    table = calls_by_text(ix)
+    ix.touched.append((root.start_byte, root.end_byte))
+    out = [c for t in texts for c in within(table.get(t), root.start_byte, root.end_byte)]
+    return sorted(out, key=lambda c: c.start_byte)
 
 
 def callers(resolver: Resolver, home: FileIndex, fn_name: str, cls: str | None) -> list[tuple[FileIndex, Node]]:
@@ -217,14 +252,8 @@ def callers(resolver: Resolver, home: FileIndex, fn_name: str, cls: str | None) 
         files.append(home)
     out: list[tuple[FileIndex, Node]] = []
     for fx in files:
-        for c in run_query(_CALLS_Q, fx.src.root).get("c", []):
-            f = c.child_by_field_name("function")
-            if f is None:
-                continue
-            if cls is not None and f.type == "attribute":
-                a = f.child_by_field_name("attribute")
-                if a is not None and fx.text(a) == fn_name:
-                    out.append((fx, c))
-            elif cls is None and f.type == "identifier" and fx.text(f) == fn_name:
-                out.append((fx, c))
+        fx.touched.append((0, len(fx.src.data)))
+        for text, calls in calls_by_text(fx).items():
+            if (cls is not None and text.endswith("." + fn_name)) or (cls is None and text == fn_name):
+                out.extend((fx, c) for c in calls)
     return out

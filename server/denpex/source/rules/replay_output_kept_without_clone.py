@@ -18,13 +18,20 @@ from denpex.source.fixes import edits as F
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, ReplaySide, SourceRule
 from denpex.source.rules._frozen import where
-from denpex.source.rules._frozen_outputs import Kept, callers, kept_across_iterations, returned
+from denpex.source.rules._frozen_outputs import (
+    Kept,
+    callers,
+    calls_by_text,
+    kept_across_iterations,
+    reads_by_text,
+    returned,
+    within,
+)
 from denpex.source.syntax.mentions import def_of, identifiers
-from denpex.source.syntax.parse import run_query, walk
+from denpex.source.syntax.parse import walk
 
 _HAZARD = "static-output-aliased"
 _COLLECTED = "static-output-collected"
-_OUTPUT_READS = "[(identifier) (attribute)] @v"
 # calls that keep their argument (a container that outlives the iteration)
 _KEEPERS = frozenset({"append", "extend", "insert", "add", "put", "put_nowait", "appendleft", "setdefault", "update"})
 _CONTAINERS = frozenset({"list", "tuple", "set", "dictionary", "pair", "expression_list"})
@@ -210,35 +217,73 @@ def _collected(scan: RegionScan) -> None:
     outputs = _outputs_of(scan)
     if not outputs:
         return
-    word = f"{g}.replay(".encode()
+    start, end = _bounds(ix, region.anchor, region.end_byte, g)
+    if start >= end:
+        return
+    ix.touched.append((start, end))
     anchor = region.anchor
-    scopes = [ix.scope_of(anchor).node]
-    scopes += [f.node for f in ix.functions if word in ix.src.data[f.node.start_byte:f.node.end_byte]
-               and f.node.id != scopes[0].id]
+    replays = within(calls_by_text(ix).get(f"{g}.replay"), start, end)
+    loops: dict[int, Node] = {}
+    fns: dict[int, Node] = {}
+    for r in replays:
+        loop = _loop_of_call(r)
+        if loop is not None and not (loop.start_byte <= anchor.start_byte < loop.end_byte):
+            loops[loop.id] = loop
+        fn = ix.enclosing_function(r)
+        if fn is not None:
+            fns[fn.node.id] = fn.node
     seen: set[tuple[str, int]] = set()
-    for scope in scopes:
-        if word not in ix.src.data[scope.start_byte:scope.end_byte]:
-            continue
-        for v in run_query(_OUTPUT_READS, scope).get("v", []):
-            if v.start_byte < region.end_byte and v.end_byte > region.site.start_byte:
-                continue  # the capture itself
-            if ix.text(v) not in outputs or _binding(v):
-                continue
-            k = kept_across_iterations(ix, v, follow=False)
-            if k is None or not _replay_loop(ix, k.node, word, anchor):
-                continue
-            _report(scan, k, ix.text(v), None, seen)
-        if scope.type != "function_definition" or returned(ix, scope, outputs, set()) is None:
-            continue
-        info = ix.by_node.get(scope.id)
-        if info is None:
+    reads = reads_by_text(ix)
+    for loop in loops.values():
+        for text in sorted(outputs):
+            for v in within(reads.get(text), loop.start_byte, loop.end_byte):
+                if region.site.start_byte <= v.start_byte < region.end_byte or _binding(v):
+                    continue  # the capture itself, or a write
+                k = kept_across_iterations(ix, v, follow=False)
+                if k is not None:
+                    _report(scan, k, text, None, seen)
+    for fn_node in fns.values():
+        ret = returned(ix, fn_node, outputs, set())
+        info = ix.by_node.get(fn_node.id)
+        if ret is None or info is None:
             continue
         for fx, call in callers(scan.resolver, ix, info.name, info.class_name):
             k = kept_across_iterations(fx, call)
             if k is not None:
-                r = returned(ix, scope, outputs, set())
-                _report(scan, k, ix.text(r.named_children[0]) if r is not None else "the output",
-                        f"{info.name}() ({where(ix, scope)}) returns it after each replay", seen)
+                _report(scan, k, ix.text(ret.named_children[0]),
+                        f"{info.name}() ({where(ix, fn_node)}) returns it after each replay", seen)
+
+
+def _bounds(ix: FileIndex, anchor: Node, after: int, g: str) -> tuple[int, int]:
+    """Where replays of this capture's graph are looked for: the class for a graph held on `self` (its methods
+    replay it), else the capture's scope after the capture, up to the next capture of the same graph name."""
+    if g.startswith("self."):
+        p = anchor.parent
+        while p is not None and p.type != "class_definition":
+            p = p.parent
+        if p is not None:
+            return p.start_byte, p.end_byte
+    scope = ix.scope_of(anchor).node
+    end = scope.end_byte
+    data = ix.src.data
+    word = g.encode()
+    for pat in (b"graph(" + word, word + b".capture_begin("):
+        i = data.find(pat, after, end)
+        while i != -1 and pat.startswith(b"graph(") and i + len(pat) < len(data) and (
+                chr(data[i + len(pat)]).isalnum() or data[i + len(pat)] == ord("_")):
+            i = data.find(pat, i + 1, end)  # `graph(g2` is another graph
+        if i != -1:
+            end = min(end, i)
+    return after, end
+
+
+def _loop_of_call(node: Node) -> Node | None:
+    p = node.parent
+    while p is not None and p.type not in ("function_definition", "class_definition", "lambda", "module"):
+        if p.type in ("for_statement", "while_statement"):
+            return p
+        p = p.parent
+    return None
 
 
 def _binding(v: Node) -> bool:
@@ -250,18 +295,6 @@ def _binding(v: Node) -> bool:
     while p is not None and p.type in ("pattern_list", "tuple_pattern"):
         v, p = p, p.parent
     return p is not None and p.type in ("assignment", "augmented_assignment") and p.child_by_field_name("left") == v
-
-
-def _replay_loop(ix: FileIndex, node: Node, word: bytes, anchor: Node) -> bool:
-    """The loop holding `node` replays the graph and does not hold the capture (a capture per iteration makes a
-    new output each time)."""
-    p = node.parent
-    while p is not None and p.type not in ("function_definition", "module"):
-        if p.type in ("for_statement", "while_statement"):
-            inside = ix.src.data[p.start_byte:p.end_byte]
-            return word in inside and not (p.start_byte <= anchor.start_byte < p.end_byte)
-        p = p.parent
-    return False
 
 
 def _report(scan: RegionScan, k: Kept, what: str, via: str | None, seen: set[tuple[str, int]]) -> None:
