@@ -336,17 +336,17 @@ def _call_of(ix: Any, site: Any, root: Path) -> Call:
     f = site.func
     path = str((root / ix.path).resolve())
     text = " ".join(ix.text(f).split())[:120]
+    ec = ix.enclosing_class(site.node)
+    encl = _name_key(ec.node, ix, root) if ec is not None else None
     if f.type == "identifier":
         at = f
     elif f.type == "attribute":
         at = f.child_by_field_name("attribute")
     else:
         line, col = ix.src.start(f)
-        return Call(path, line + 1, col, text, "chained", f"callee {f.type}", site.qualname)
+        return Call(path, line + 1, col, text, "chained", f"callee {f.type}", site.qualname, encl_cls=encl)
     line, col = ix.src.start(at)
     shape, detail = _shape(ix, f)
-    ec = ix.enclosing_class(site.node)
-    encl = _name_key(ec.node, ix, root) if ec is not None else None
     q = site.qualname
     # library code as Denpex knows it: a dotted name through the file's imports whose module is no workspace file
     lib = bool(q) and "." in (q or "") and ix.imports.lookup(ix.text(f).split(".", 1)[0]) is not None and (
