@@ -1,1 +1,3 @@
 from .optimizer import ChainedOptimizer, MegatronOptimizer, MixedPrecisionOptimizer
+
+__all__ = ["ChainedOptimizer", "MegatronOptimizer", "MixedPrecisionOptimizer"]
