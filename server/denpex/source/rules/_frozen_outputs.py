@@ -235,6 +235,8 @@ def returned(ix: FileIndex, fn: Node, texts: set[str], calls: set[str]) -> Node 
 
 def calls_spelled(ix: FileIndex, root: Node, texts: set[str]) -> list[Node]:
     """Calls under `root` whose function is written as one of `texts` (`scorer`, `self.fn`)."""
+    for t in texts:  # a lazily parsed file: the chunks that spell the call must be in the tree
+        ix.src.need_word(t.rsplit(".", 1)[-1], root.start_byte, root.end_byte)
     table = calls_by_text(ix)
     ix.touched.append((root.start_byte, root.end_byte))
     out = [c for t in texts for c in within(table.get(t), root.start_byte, root.end_byte)]
@@ -253,6 +255,7 @@ def callers(resolver: Resolver, home: FileIndex, fn_name: str, cls: str | None) 
     out: list[tuple[FileIndex, Node]] = []
     for fx in files:
         fx.touched.append((0, len(fx.src.data)))
+        fx.src.need_word(fn_name)
         for text, calls in calls_by_text(fx).items():
             if (cls is not None and text.endswith("." + fn_name)) or (cls is None and text == fn_name):
                 out.extend((fx, c) for c in calls)

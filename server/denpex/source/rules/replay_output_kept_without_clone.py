@@ -221,6 +221,9 @@ def _collected(scan: RegionScan) -> None:
     if start >= end:
         return
     ix.touched.append((start, end))
+    ix.src.need_word("replay", start, end)  # a lazily parsed file: the replays and reads must be in the tree
+    for text in outputs:
+        ix.src.need_word(text.rsplit(".", 1)[-1], start, end)
     anchor = region.anchor
     replays = within(calls_by_text(ix).get(f"{g}.replay"), start, end)
     loops: dict[int, Node] = {}
