@@ -85,15 +85,7 @@ MISSES: dict[str, str] = {
 }
 
 # Error-level findings on lines no gold row names (false errors of the analyser at HEAD).
-STRAYS: dict[str, str] = {
-    "r04_optim_factory": "lazy-init-cublas at train_regressor.py:33 (ResMLP.forward's first Linear, reached since"
-                         " GraphedTrainer(model, opt, *batches[0]) binds `model`): false, main() runs"
-                         " trainer.warmup(batches) (three step_fn() calls on a side stream) before"
-                         " trainer.capture(); _lazy_init.warmed_up looks only in the capturing method's own scope,"
-                         " not at what its caller ran before calling it",
-    "r04_optim_factory_clean": "the same lazy-init-cublas at train_regressor.py:33 as r04_optim_factory (its twin"
-                               " differs only in capturable=True), false for the same reason",
-}
+STRAYS: dict[str, str] = {}
 
 
 @cache

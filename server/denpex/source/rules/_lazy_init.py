@@ -9,8 +9,10 @@ from tree_sitter import Node
 
 from denpex.source.capture.regions import CaptureRegion
 from denpex.source.engine.around import scope_table, upto
+from denpex.source.resolve.callgraph import Resolver
 from denpex.source.resolve.index import FileIndex, positional
 from denpex.source.rules._api import CallSite, Walk
+from denpex.source.rules._frozen_outputs import callers
 from denpex.source.syntax.parse import strip_parens, walk
 
 CUBLAS_FUNCS = frozenset({"torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm", "torch.einsum",
@@ -33,7 +35,8 @@ def first_use(w: Walk, c: CallSite, lib: str, hazard: str) -> None:
         f = c.func
         k = w.kind(f, c.frame) if f.type in ("identifier", "attribute") else None
         uses = k is not None and k.cat == "module" and lib in k.lib
-    if not uses or warmed_up(w.region, lib, path_functions(c.frame.chain)):
+    on_path = path_functions(c.frame.chain)
+    if not uses or warmed_up(w.region, lib, on_path) or warmed_by_callers(w.resolver, w.region, on_path):
         return
     w.state[hazard] = True
     w.report(hazard, c.node, c.frame, [w.fixes.warm_up()])
@@ -101,4 +104,51 @@ def warmed_up(r: CaptureRegion, lib: str, on_path: frozenset[str] = frozenset())
         for arg in positional(n):
             if strip_parens(arg).type == "identifier" and ix.text(arg) in names and ix.kind(arg).cat == "module":
                 return True
+    return False
+
+
+def warmed_by_callers(resolver: Resolver, r: CaptureRegion, on_path: frozenset[str]) -> bool:
+    """Every call found of the function that holds the capture comes after a call, in the caller's scope, of a
+    sibling that runs a function on the path: `trainer.warmup(b); trainer.capture()`, where `warmup` calls
+    `self.step_fn()` on a side stream and the capture runs `self.step_fn()` too. One caller without it keeps the
+    finding (that path captures cold)."""
+    ix = r.ix
+    fn = ix.enclosing_function(r.anchor)
+    if fn is None or not on_path:
+        return False
+    found = callers(resolver, ix, fn.name, fn.class_name)
+    return bool(found) and all(_sibling_warms(ix, fn.name, fn.class_name, fx, call, on_path) for fx, call in found)
+
+
+def _sibling_warms(ix: FileIndex, name: str, cls: str | None, fx: FileIndex, call: Node,
+                   on_path: frozenset[str]) -> bool:
+    f = call.child_by_field_name("function")
+    if f is None:
+        return False
+    receiver = f.child_by_field_name("object") if f.type == "attribute" else None
+    want_recv = fx.text(receiver) if receiver is not None else None
+    siblings = ix.classes[cls].methods if cls is not None and cls in ix.classes else {
+        v.name: v for v in ix.functions if v.class_name is None}
+    owner = fx.scope_of(call).node
+    for before in sorted((n for ns in scope_table(fx, "calls", owner).values() for n in ns),
+                         key=lambda n: n.start_byte):
+        if before.end_byte > call.start_byte:
+            break
+        g = before.child_by_field_name("function")
+        if g is None:
+            continue
+        if cls is not None:
+            obj = g.child_by_field_name("object") if g.type == "attribute" else None
+            if obj is None or fx.text(obj) != want_recv:
+                continue  # another object's method
+            m = g.child_by_field_name("attribute")
+        else:
+            m = g if g.type == "identifier" else None
+            if m is not None:
+                ix.src.need_def(fx.text(m))  # a lazily parsed file: the sibling's definition must be in the tree
+        sib = siblings.get(fx.text(m)) if m is not None else None
+        if sib is None or sib.name == name or sib.body is None:
+            continue
+        if on_path & scope_table(ix, "calls", sib.node).keys():
+            return True
     return False
