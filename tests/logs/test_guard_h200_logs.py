@@ -19,7 +19,8 @@ CASES = {
     "realistic.train_ngram_lm.log": "replay-frozen-python-scalar",
     "replay-output-kept-without-clone--list.log": "replay-output-kept-without-clone",
     "replay-python-side-effects.log": "replay-python-side-effects",
-    "replay-frozen-python-scalar--branch.log": "replay-frozen-python-scalar",
+    "replay-frozen-python-scalar--branch.log": "replay-frozen-python-scalar",  # the guard before aff1530
+    "replay-frozen-branch--branch.log": "replay-frozen-branch",  # the same case, 2026-12-02
 }
 
 
