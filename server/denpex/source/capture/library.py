@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import cache
+from functools import cache, lru_cache
 
 from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo
 from denpex.source.resolve.workspace import module_names
@@ -62,6 +62,13 @@ def module_matches(pattern: str, names: Iterable[str]) -> bool:
     return False
 
 
+@lru_cache(maxsize=1 << 16)
+def _path_matches(pattern: str, path: str) -> bool:
+    """module_matches for a file's own names: asked once per entry and file in every analysis round (a whole-tree
+    scan of Megatron-LM asked 22k times, each a few dozen fnmatch calls)."""
+    return module_matches(pattern, module_names(path))
+
+
 def words(entry: str) -> tuple[str, ...]:
     """A literal name a file must spell to hold a function the entry selects: the cheap text prefilter. The
     class's name when it is literal, else the longest literal piece of the class or function pattern (`Wrapper`
@@ -105,7 +112,7 @@ def selected(ix: FileIndex, entry: str) -> list[tuple[ClassInfo | None, FuncInfo
     """The functions of this file a glob entry names: methods defined in the file's own classes (an inherited
     method is its defining file's), or module-level functions; `@overload` stubs are not the function."""
     g = parse(entry)
-    if g is None or not module_matches(g.module, module_names(ix.path)):
+    if g is None or not _path_matches(g.module, ix.path):
         return []
     _ask_for(ix, g.cls or g.name)
     out: list[tuple[ClassInfo | None, FuncInfo]] = []
