@@ -226,6 +226,12 @@ def _call_kind(ix: FileIndex, node: Node, depth: int, params: ParamKinds | None 
         m = ix.text(attr)
         if obj.type == "identifier" and ix.text(obj) == "self" and kind(ix, func, depth + 1, params).cat == "module":
             return Kind("tensor", "cuda")  # `ix.fc(x)`: calling a module held on the instance
+        if obj.type == "identifier" and q is not None and not q.startswith("torch."):
+            name = ix.text(obj)
+            assign, _scope, is_param = ix.lookup(name, obj)
+            if assign is None and not is_param and ix.imports.lookup(name) is not None:
+                # `math.sqrt(n)`, `np.log(v)`: a function of an imported module, not a tensor method
+                return Kind("scalar") if q.startswith("math.") else UNKNOWN
         rk = kind(ix, obj, depth + 1, params)
         if rk.cat == "module" and m in ("cuda", "to", "train", "eval", "half", "float", "bfloat16", "requires_grad_"):
             return rk
