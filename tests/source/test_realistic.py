@@ -80,8 +80,6 @@ MISSES: dict[str, str] = {
     # programs_new: the missing link named first is the one a minimal probe showed missing on its own
     "r02_telemetry_decorator": "the body of a decorator's wrapper is not walked under capture (its"
                                " torch.tensor([...], device=x.device) is a known host copy)",
-    "r07_euler_sampler": "a scalar op argument taken from the loop variable of the replay loop and passed as an"
-                         " argument to the captured method",
 }
 
 # Error-level findings on lines no gold row names (false errors of the analyser at HEAD).

@@ -133,6 +133,9 @@ class ReplaySide(Protocol):
     first_replay: int  # start byte of the first replay after the capture
     replays: list[Node]  # the graph's replay calls in the capture's scope, in document order
     seen: set[tuple[str, int]]  # (hazard, node id) reported already by an earlier capture of the file
+    body: Node  # the block of the capture's scope
+
+    def recaptured_in(self, loop: Node) -> bool: ...
 
     def followed(self, table: str, names: Iterable[str]) -> list[Node]: ...
     def after(self, table: str, names: Iterable[str]) -> list[Node]: ...

@@ -10,6 +10,7 @@ from denpex.source.engine.around import union
 from denpex.source.engine.hits import Hit
 from denpex.source.fixes import edits as F
 from denpex.source.model import Fix
+from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 
 _HAZARD = "python-scalar-baked"
@@ -28,6 +29,68 @@ def _baked(scan: RegionScan) -> None:
             side.seen.add((_HAZARD, later[0].id))
             fx = _scalar_fix(region, name, later)
             scan.sink(Hit(_HAZARD, region.ix, later[0], region, (), [fx] if fx else []))
+
+
+_COUNTERS = ("range", "enumerate")
+_HOST_ONLY = ("print", "info", "debug", "warning", "error", "log", "write", "set_description", "set_postfix")
+
+
+def _loop_counter(scan: RegionScan) -> None:
+    """`for i in range(n): if graph is None: capture(step(x, i)); graph.replay()`: the capture runs once, under
+    a branch, and reads the loop's counter; every later pass rebinds it and replays a graph that kept the first
+    pass's value (realistic r07's Euler sampler, whose sigma index was frozen at 0)."""
+    side = scan.replay_side
+    if side is None:
+        return
+    region = scan.region
+    ix = region.ix
+    a = region.anchor
+    p = a.parent
+    while p is not None and p.id != side.body.id:
+        if p.type == "for_statement" and not side.recaptured_in(p):
+            for name in _counter_names(ix, p):
+                read = side.inputs.get(name)
+                if read is None or _host_only(ix, read, a) or not any(
+                        r.start_byte > a.end_byte and r.start_byte < p.end_byte for r in side.replays):
+                    continue
+                if (_HAZARD, read.id) not in side.seen:
+                    side.seen.add((_HAZARD, read.id))
+                    scan.sink(Hit(_HAZARD, ix, read, region, (), []))
+        p = p.parent
+
+
+def _counter_names(ix: FileIndex, loop: Node) -> list[str]:
+    """The loop's integer counters: the target of `for i in range(...)` (also wrapped, `tqdm(range(n))`) and the
+    index of `for i, v in enumerate(...)`."""
+    left, right = loop.child_by_field_name("left"), loop.child_by_field_name("right")
+    if left is None or right is None or right.type != "call":
+        return []
+    fn = right.child_by_field_name("function")
+    name = ix.text(fn) if fn is not None else ""
+    if name not in _COUNTERS:
+        args = right.child_by_field_name("arguments")
+        first = args.named_children[0] if args is not None and args.named_children else None
+        inner = first.child_by_field_name("function") if first is not None and first.type == "call" else None
+        if inner is None or ix.text(inner) != "range":
+            return []
+        name = "range"
+    if name == "range":
+        return [ix.text(left)] if left.type == "identifier" else []
+    first_target = left.named_children[0] if left.type in ("pattern_list", "tuple_pattern") and left.named_children \
+        else None
+    return [ix.text(first_target)] if first_target is not None and first_target.type == "identifier" else []
+
+
+def _host_only(ix: FileIndex, read: Node, stop: Node) -> bool:
+    """The read is an argument of a logging or print call: a frozen value there changes no device work."""
+    p = read.parent
+    while p is not None and p.id != stop.id:
+        if p.type == "call":
+            fn = p.child_by_field_name("function")
+            if fn is not None and ix.text(fn).rsplit(".", 1)[-1] in _HOST_ONLY:
+                return True
+        p = p.parent
+    return False
 
 
 def _scalar_fix(region: CaptureRegion, name: str, later: list[Node]) -> Fix | None:
@@ -58,5 +121,5 @@ def _scalar_fix(region: CaptureRegion, name: str, later: list[Node]) -> Fix | No
 RULE = SourceRule(
     id="replay-frozen-python-scalar",
     hazards=(Hazard(_HAZARD),),
-    around=(Around(130, _baked),),
+    around=(Around(130, _baked), Around(131, _loop_counter)),
 )
