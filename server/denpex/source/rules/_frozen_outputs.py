@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from denpex.source.resolve import callsites
 from denpex.source.resolve.callgraph import Resolver
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._frozen import files_with
@@ -255,8 +256,8 @@ def callers(resolver: Resolver, home: FileIndex, fn_name: str, cls: str | None) 
     out: list[tuple[FileIndex, Node]] = []
     for fx in files:
         fx.touched.append((0, len(fx.src.data)))
-        fx.src.need_word(fn_name)
-        for text, calls in calls_by_text(fx).items():
-            if (cls is not None and text.endswith("." + fn_name)) or (cls is None and text == fn_name):
-                out.extend((fx, c) for c in calls)
+        for c in callsites.calls_named(fx, fn_name):  # `fn_name(...)` and `<expr>.fn_name(...)`
+            f = c.child_by_field_name("function")
+            if f is not None and (f.type == "attribute") == (cls is not None):
+                out.append((fx, c))
     return out

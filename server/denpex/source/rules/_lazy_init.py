@@ -116,6 +116,8 @@ def warmed_by_callers(resolver: Resolver, r: CaptureRegion, on_path: frozenset[s
     fn = ix.enclosing_function(r.anchor)
     if fn is None or not on_path:
         return False
+    # every call spelled like the method, not Values.call_sites: that keeps only calls whose receiver resolves,
+    # and an unresolved caller (`def again(t): t.capture()`) may be the one that captures cold
     found = callers(resolver, ix, fn.name, fn.class_name)
     return bool(found) and all(_sibling_warms(ix, fn.name, fn.class_name, fx, call, on_path) for fx, call in found)
 
