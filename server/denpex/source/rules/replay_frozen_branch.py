@@ -20,6 +20,7 @@ from denpex.source.rules._frozen import (
     name_writes,
     where,
 )
+from denpex.source.rules._frozen_branch_fix import branch_fix
 from denpex.source.syntax.parse import strip_parens
 
 _HAZARD = "frozen-branch"
@@ -84,7 +85,7 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
     if shown:
         x = shown[0]
         when = "between replays" if x.in_replay_loop else "after the capture, before a replay"
-        w.report(_HAZARD, subj, frame, message=(
+        w.report(_HAZARD, subj, frame, [branch_fix(w, subj, frame)], message=(
             f"`{label}` decides this branch when the graph is captured; {where(x.ix, x.node)} changes it "
             f"{when}, and every replay keeps the branch taken at capture (silently wrong)"))
     elif maybe:
@@ -97,14 +98,14 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
             looped = [c for c in calls if c.in_replay_loop]
             if looped:
                 c = looped[0]
-                w.report(_HAZARD, subj, frame, message=(
+                w.report(_HAZARD, subj, frame, [branch_fix(w, subj, frame)], message=(
                     f"`{label}` decides this branch when the graph is captured; {x.method}() at "
                     f"{where(c.ix, c.node)} changes it between replays (it sets it at {where(x.ix, x.node)}), "
                     "and every replay keeps the branch taken at capture (silently wrong)"))
                 return
             if n:
                 return
-        w.report(_HAZARD, subj, frame, severity="warning", message=(
+        w.report(_HAZARD, subj, frame, [branch_fix(w, subj, frame)], severity="warning", message=(
             f"`{label}` decides this branch when the graph is captured; {x.method}() sets it at "
             f"{where(x.ix, x.node)}: if that runs between replays, they keep the branch taken at capture "
             "(may be silently wrong)"))

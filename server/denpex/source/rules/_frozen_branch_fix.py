@@ -1,0 +1,396 @@
+"""The code fix of replay-frozen-branch (DPX310): move a branch on a host flag to the device.
+
+Built only for one narrow shape, where the rewrite is known to be valid and to do what the branch did:
+
+- the condition is the flag itself or `not flag`: `self.<attr>` in a method of the flag's class, or a name
+  read where it is bound (a module global, or a local of the capture's own scope);
+- the branch is `h = a` (optionally `else: h = b`, the same name), or `return a` with `else: return b` or a
+  `return b` right after it, with no comment inside and no device work that could not run on both sides
+  (in-place methods, host reads, reshapes and reductions that `torch.where` would broadcast);
+- every host write of the flag is a plain assignment statement of the finding's file that the fix can follow
+  with a `fill_()` (a `self.` write in the flag's class, or a write on a name bound to an instance of it); the
+  flag is first set by a statement of its constructor body (attribute) or of its scope's body (name).
+
+The edits: a 0-dim device tensor next to that first write, `h = torch.where(flag_t, a, h)` for the branch, and
+`flag_t.fill_(flag)` after every other write. Both sides now run on every replay: the fix is "unsafe".
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from tree_sitter import Node
+
+from denpex.source.engine.facts import fresh_name_in
+from denpex.source.fixes import edits as F
+from denpex.source.model import Fix, TextEdit
+from denpex.source.resolve.index import FileIndex
+from denpex.source.rules._api import Frame, Walk
+from denpex.source.rules._frozen import files_with
+from denpex.source.syntax.parse import strip_parens, walk
+
+TITLE = "Device flag: keep it in a 0-dim device tensor (fill_() it where it is set) and select with torch.where"
+
+_EXPR = frozenset({"call", "attribute", "identifier", "binary_operator", "unary_operator",
+                   "parenthesized_expression", "integer", "float"})
+# work that would now run on both sides and change state, read the host, or change the shape `where` broadcasts
+_HOST = frozenset({"item", "tolist", "cpu", "numpy", "print", "backward", "synchronize"})
+_SHAPE = frozenset({"sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "norm", "prod", "std", "var",
+                    "all", "any", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
+                    "t", "expand", "repeat", "cat", "stack", "split", "chunk", "narrow", "gather", "index_select",
+                    "masked_select", "nonzero", "unique", "topk", "sort"})
+_BAD_NODES = frozenset({"subscript", "lambda", "named_expression", "await", "yield", "list_comprehension",
+                        "generator_expression", "set_comprehension", "dictionary_comprehension", "string"})
+_BOOLISH = frozenset({"comparison_operator", "not_operator", "true", "false"})
+_CTOR_CHAIN = frozenset({"cuda", "to", "eval", "train", "half", "float", "bfloat16", "double"})
+
+
+def branch_fix(w: Walk, subj: Node, frame: Frame) -> Fix | None:
+    """The device-flag fix for the branch whose condition holds `subj`, or None outside the shape."""
+    ix = frame.ix
+    site = _branch(ix, subj)
+    if site is None:
+        return None
+    if_stmt, negated = site
+    plan = _attribute_plan(w, ix, subj, frame) if subj.type == "attribute" else _name_plan(w, ix, subj, frame)
+    if plan is None:
+        return None
+    flag_t, edits = plan
+    branch = _branch_edit(w, ix, frame, if_stmt, negated, flag_t)
+    if branch is None:
+        return None
+    edits.append(branch)
+    fx = F.fix(TITLE, "unsafe", edits, in_place=True)  # every edit lands in the finding's own file
+    if fx is None:
+        return None
+    try:
+        ast.parse(F.apply_edits(ix.src.text, fx.edits))
+    except (SyntaxError, ValueError):
+        return None  # a shape the checks above did not foresee: no fix rather than broken code
+    return fx
+
+
+# ---- the branch ----------------------------------------------------------------------------------------------
+def _branch(ix: FileIndex, subj: Node) -> tuple[Node, bool] | None:
+    """The `if` whose whole condition is `subj` or `not subj`, and whether it is negated."""
+    n, p = subj, subj.parent
+    while p is not None and p.type == "parenthesized_expression":
+        n, p = p, p.parent
+    negated = False
+    if p is not None and p.type == "not_operator":
+        negated = True
+        n, p = p, p.parent
+        while p is not None and p.type == "parenthesized_expression":
+            n, p = p, p.parent
+    if p is None or p.type != "if_statement" or p.child_by_field_name("condition") != n:
+        return None
+    return p, negated
+
+
+def _stmts(block: Node | None) -> list[Node] | None:
+    """The statements of a block, None when it holds a comment (the rewrite would drop it)."""
+    if block is None or any(c.type == "comment" for c in block.children):
+        return None
+    return list(block.named_children)
+
+
+def _assigned(ix: FileIndex, stmt: Node) -> tuple[Node, Node] | None:
+    """`h = <expr>`: the name and the expression."""
+    if stmt.type != "expression_statement" or stmt.named_child_count != 1:
+        return None
+    a = stmt.named_children[0]
+    if a.type != "assignment" or a.child_by_field_name("type") is not None:
+        return None
+    left, right = a.child_by_field_name("left"), a.child_by_field_name("right")
+    if left is None or right is None or left.type != "identifier" or right.type not in _EXPR:
+        return None
+    return left, right
+
+
+def _returned(stmt: Node) -> Node | None:
+    if stmt.type != "return_statement" or stmt.named_child_count != 1:
+        return None
+    v = stmt.named_children[0]
+    return v if v.type in _EXPR else None
+
+
+def _plain(ix: FileIndex, expr: Node) -> bool:
+    """Nothing in `expr` that running it on both sides would change: see _HOST, _SHAPE, in-place methods."""
+    for n in walk(expr):
+        if n.type in _BAD_NODES:
+            return False
+        if n.type == "call":
+            f = n.child_by_field_name("function")
+            if f is None:
+                return False
+            name = ix.text(f).rsplit(".", 1)[-1]
+            if name in _HOST or name in _SHAPE or (name.endswith("_") and not name.endswith("__")):
+                return False
+    return True
+
+
+def _branch_edit(w: Walk, ix: FileIndex, frame: Frame, if_stmt: Node, negated: bool, flag_t: str
+                 ) -> TextEdit | None:
+    alts = if_stmt.children_by_field_name("alternative")
+    if len(alts) > 1 or (alts and alts[0].type != "else_clause"):
+        return None
+    body = _stmts(if_stmt.child_by_field_name("consequence"))
+    other = _stmts(alts[0].child_by_field_name("body")) if alts else []
+    if body is None or other is None or len(body) != 1 or len(other) > 1:
+        return None
+    # a comment on the `if` row (a marker, a reason) stays with the statement that replaces the branch
+    head = ix.src.line_text(if_stmt.start_point[0])
+    cond = if_stmt.child_by_field_name("condition")
+    if cond is None or cond.end_point[0] != if_stmt.start_point[0]:
+        return None
+    tail = head[ix.src.end(cond)[1]:].split(":", 1)[-1].strip()
+    note = f"  {tail}" if tail.startswith("#") else ""
+    if tail and not note:
+        return None  # `if flag: h = a` on one row
+    last = if_stmt
+    got = _assigned(ix, body[0])
+    if got is not None:
+        target, a = got
+        name = ix.text(target)
+        if other:
+            got_b = _assigned(ix, other[0])
+            if got_b is None or ix.text(got_b[0]) != name:
+                return None
+            b_text, b_node = ix.text(got_b[1]), got_b[1]
+        else:
+            if not _bound_before(ix, name, if_stmt):
+                return None
+            b_text, b_node = name, target
+        lead = f"{name} = "
+    else:
+        ra = _returned(body[0])
+        if ra is None:
+            return None
+        a = ra
+        if other:
+            rb = _returned(other[0])
+        else:
+            nxt = if_stmt.next_named_sibling
+            rb = _returned(nxt) if nxt is not None else None
+            if rb is not None and nxt is not None:
+                last = nxt
+        if rb is None:
+            return None
+        b_text, b_node = ix.text(rb), rb
+        lead = "return "
+    if not _plain(ix, a) or (b_node is not None and not _plain(ix, b_node)):
+        return None
+    if not (w.tensorish(a, frame) or (b_node is not None and w.tensorish(b_node, frame))):
+        return None  # torch.where of two Python numbers would turn a number into a tensor
+    yes, no = ix.text(a), b_text
+    if negated:
+        yes, no = no, yes
+    if not F.owns_lines(ix, if_stmt) or not F.owns_lines(ix, last):
+        return None
+    indent = ix.src.indent_of(if_stmt)
+    text = f"{indent}{lead}{w.torch}.where({flag_t}, {yes}, {no}){note}"
+    return TextEdit(if_stmt.start_point[0], 0, *F.row_end(ix, last.end_point[0]), text)
+
+
+def _bound_before(ix: FileIndex, name: str, at: Node) -> bool:
+    """`name` is a parameter of the scope of `at` or assigned in it before `at` (else `h = where(.., h)` would
+    read an unbound name where the branch only bound it)."""
+    assign, scope, is_param = ix.lookup(name, at)
+    if is_param:
+        return scope is not None and scope.node.id == ix.scope_of(at).node.id
+    return assign is not None and assign.start_byte < at.start_byte and (
+        scope is not None and scope.node.id == ix.scope_of(at).node.id)
+
+
+def _in_tree(ix: FileIndex, word: str) -> bool:
+    """Every mention of `word` is in the tree (a lazily parsed file may not hold them all yet)."""
+    w = word.encode("utf-8", "surrogatepass")
+    return ix.src.lazy is None or len(ix.src.occurrences(w, word_end=True)) == len(ix.src.occurrences_in_tree(w))
+
+
+# ---- the flag's writes ---------------------------------------------------------------------------------------
+def _write_stmt(ix: FileIndex, assign: Node) -> bool:
+    """A write the fix can follow with a statement: its own statement, on its own rows, not chained."""
+    st = assign.parent
+    right = assign.child_by_field_name("right")
+    return (st is not None and st.type == "expression_statement" and st.named_child_count == 1 and right is not None
+            and right.type not in ("assignment", "augmented_assignment") and F.owns_lines(ix, st))
+
+
+def _as_bool(ix: FileIndex, assign: Node, target: str) -> str:
+    """The flag's truth after the write, as the host sees it (`if flag:`): bool() unless the value already is one."""
+    right = assign.child_by_field_name("right")
+    if assign.type == "assignment" and right is not None:
+        r = strip_parens(right)
+        if r.type in ("true", "false"):
+            return ix.text(r)
+        if r.type in _BOOLISH:
+            return target
+    return f"bool({target})"
+
+
+def _fill_after(ix: FileIndex, assign: Node, target: str, tensor: str) -> TextEdit:
+    st = assign.parent
+    assert st is not None
+    return F.insert_after_statement(ix, st, [f"{tensor}.fill_({_as_bool(ix, assign, target)})"])
+
+
+def _create_after(w: Walk, ix: FileIndex, assign: Node, target: str, tensor: str) -> TextEdit:
+    st = assign.parent
+    assert st is not None
+    value = _as_bool(ix, assign, target)
+    return F.insert_after_statement(ix, st, [f'{tensor} = {w.torch}.tensor({value}, device="cuda")'])
+
+
+def _attribute_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame) -> tuple[str, list[TextEdit]] | None:
+    """`self.<attr>` of class C: created after the first `self.<attr> = ...` of C.__init__'s body, filled after
+    every other write of the file; no other file may write `.<attr>`."""
+    obj, a = subj.child_by_field_name("object"), subj.child_by_field_name("attribute")
+    fn = frame.func
+    if obj is None or a is None or ix.text(obj) != "self" or fn is None or fn.class_name is None:
+        return None
+    attr, cls = ix.text(a), ix.classes.get(fn.class_name)
+    if cls is None or attr in cls.methods or _class_level(ix, cls.node, attr):
+        return None  # a property or a class attribute: not a plain instance flag
+    init = cls.methods.get("__init__")
+    body = init.node.child_by_field_name("body") if init is not None else None
+    if body is None:
+        return None
+    if not _in_tree(ix, attr) or re.search(rf"""['"]{re.escape(attr)}['"]""", ix.src.text):
+        return None  # a mention the tree does not hold, or setattr/getattr by name: writes the fix cannot see
+    pattern = rf"\.{re.escape(attr)}\s*(?:[-+*/|&^%@]|//|\*\*|>>|<<)?=(?!=)"
+    if any(f.path != ix.path for f in files_with(w.resolver, pattern, ix)):
+        return None  # written in another file: the fix edits one file
+    first: Node | None = None
+    for st in body.named_children:
+        inner = st.named_children[0] if st.type == "expression_statement" and st.named_child_count else None
+        if inner is not None and inner.type == "assignment" and _is_self_attr(ix, inner.child_by_field_name("left"),
+                                                                               attr):
+            first = inner
+            break
+    if first is None or not _write_stmt(ix, first):
+        return None
+    tensor_attr = fresh_name_in(ix, f"{attr}_t")
+    edits = [_create_after(w, ix, first, f"self.{attr}", f"self.{tensor_attr}")]
+    own = fn.node
+    for n in walk(ix.src.root):
+        if n.type != "attribute" or n.id == subj.id:
+            continue
+        na = n.child_by_field_name("attribute")
+        if na is None or ix.text(na) != attr:
+            continue
+        p = n.parent
+        if p is not None and p.type in ("pattern_list", "tuple_pattern", "list_pattern", "delete_statement"):
+            return None
+        if p is None or p.type not in ("assignment", "augmented_assignment") or p.child_by_field_name("left") != n:
+            continue  # a read
+        if p.id == first.id:
+            continue
+        if own.start_byte <= p.start_byte < own.end_byte or not _write_stmt(ix, p):
+            return None  # set while capturing, or a write the fix cannot follow
+        recv = n.child_by_field_name("object")
+        if recv is None or not _instance_of(ix, recv, cls.name):
+            return None  # another object's attribute of the same name, or one the fix cannot tell
+        target = ix.text(n)
+        edits.append(_fill_after(ix, p, target, f"{ix.text(recv)}.{tensor_attr}"))
+    return f"self.{tensor_attr}", edits
+
+
+def _is_self_attr(ix: FileIndex, left: Node | None, attr: str) -> bool:
+    if left is None or left.type != "attribute":
+        return False
+    o, a = left.child_by_field_name("object"), left.child_by_field_name("attribute")
+    return o is not None and a is not None and ix.text(o) == "self" and ix.text(a) == attr
+
+
+def _class_level(ix: FileIndex, cls_node: Node, attr: str) -> bool:
+    body = cls_node.child_by_field_name("body")
+    for st in body.named_children if body is not None else []:
+        inner = st.named_children[0] if st.type == "expression_statement" and st.named_child_count else None
+        left = inner.child_by_field_name("left") if inner is not None and inner.type == "assignment" else None
+        if left is not None and ix.text(left) == attr:
+            return True
+    return False
+
+
+def _instance_of(ix: FileIndex, recv: Node, cls: str) -> bool:
+    """`self` in a method of `cls`, or a name bound in its scope to `cls(...)` (through `.cuda()`, `.to(...)`)."""
+    recv = strip_parens(recv)
+    if recv.type != "identifier":
+        return False
+    if ix.text(recv) == "self":
+        c = ix.enclosing_class(recv)
+        fn = ix.enclosing_function(recv)
+        return c is not None and c.name == cls and fn is not None and fn.class_name == cls
+    if not _in_tree(ix, ix.text(recv)):
+        return False
+    assign, scope, _p = ix.lookup(ix.text(recv), recv)
+    if assign is None or assign.value is None or scope is None or assign.stmt.type != "assignment":
+        return False
+    if len(scope.assigns.get(ix.text(recv), [])) != 1:
+        return False  # rebound: which object it holds at the write is not one constructor's
+    call = strip_parens(assign.value)
+    while call.type == "call":
+        f = call.child_by_field_name("function")
+        if f is None:
+            return False
+        if f.type == "identifier":
+            return ix.text(f) == cls
+        if f.type != "attribute":
+            return False
+        meth, inner = f.child_by_field_name("attribute"), f.child_by_field_name("object")
+        if meth is None or inner is None or ix.text(meth) not in _CTOR_CHAIN:
+            return False
+        call = strip_parens(inner)
+    return False
+
+
+def _name_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame) -> tuple[str, list[TextEdit]] | None:
+    """A name read where it is bound (a module global, or a local of the capture's scope): created after its
+    first assignment, a statement of its scope's body before the capture; filled after every other
+    rebinding (in its scope, and in the functions that declare it `global`)."""
+    name = ix.text(subj)
+    if frame.env.get(name) is not None:
+        return None  # a parameter the walker bound to its caller's argument: the tensor would have to travel
+    _assign, scope, is_param = ix.lookup(name, subj)
+    if is_param or scope is None:
+        return None
+    owner = scope.node
+    if owner.type == "function_definition" and (ix is not w.region.ix or ix.scope_of(subj).node.id != owner.id):
+        return None
+    if not _in_tree(ix, name) or re.search(rf"\bnonlocal\b[^\n]*\b{re.escape(name)}\b|\b{re.escape(name)}\s*:=",
+                                            ix.src.text):
+        return None  # a mention the tree does not hold, a nonlocal or walrus write: writes the fix cannot see
+    scopes = [scope]
+    if owner.type == "module":
+        for info in ix.functions:
+            s = ix.scope(info.node)
+            if name in s.globals:
+                scopes.append(s)
+    writes = [a for s in scopes for a in s.assigns.get(name, [])]
+    if not writes:
+        return None
+    for a in writes:
+        if a.stmt.type not in ("assignment", "augmented_assignment") or a.unpacked is not None:
+            return None  # a loop target, a with-as or an unpacked target: no statement to follow
+        left = a.stmt.child_by_field_name("left")
+        if left is None or left.type != "identifier" or not _write_stmt(ix, a.stmt):
+            return None
+    writes.sort(key=lambda a: a.start_byte)
+    first = writes[0].stmt
+    first_st = first.parent
+    body = owner if owner.type == "module" else owner.child_by_field_name("body")
+    if first.type != "assignment" or first_st is None or body is None or first_st.parent is None or (
+            first_st.parent.id != body.id):
+        return None  # first bound under a branch or in a function: the tensor would not always exist
+    region = w.region
+    if region.ix is ix and first.start_byte >= region.anchor.start_byte:
+        return None
+    fn = frame.func
+    if fn is not None and any(fn.node.start_byte <= a.start_byte < fn.node.end_byte for a in writes):
+        return None  # set while capturing
+    tensor = fresh_name_in(ix, f"{name}_t")
+    edits = [_create_after(w, ix, first, name, tensor)]
+    edits.extend(_fill_after(ix, a.stmt, name, tensor) for a in writes[1:])
+    return tensor, edits
