@@ -374,3 +374,73 @@ def test_no_fix_when_another_file_writes_the_flag() -> None:
     found = [f for fs in analyse_workspace(ws).values() for f in fs if f.rule == RULE]
     assert found
     assert [fx for f in found for fx in f.fixes if fx.title == TITLE] == []
+
+
+def test_same_attribute_of_an_unrelated_class_is_left_alone() -> None:
+    text = SETTER.replace("\n\nnet = Net().cuda()\n", "\n\nclass Meter:\n    def __init__(self):\n"
+                          "        self.monitor = 0\n\n    def tick(self):\n        self.monitor += 1\n\n\n"
+                          "net = Net().cuda()\n")
+    assert text != SETTER
+    fixed = _fixed(text)
+    assert "        self.monitor = 0\n\n    def tick(self):\n        self.monitor += 1\n\n" in fixed
+    assert fixed.count(".fill_(") == 1  # only Net's setter
+
+
+def test_no_fix_when_a_write_runs_while_capturing() -> None:
+    # a fill_() there would be recorded, and every replay would reset the tensor to the value at capture
+    helper = SETTER.replace("        h = self.lin(x)\n        if self.monitor:",
+                            "        self.enable_monitor(True)\n        h = self.lin(x)\n        if self.monitor:")
+    assert helper != SETTER
+    _no_code_fix(helper)
+    in_block = SETTER.replace("        with torch.cuda.graph(g):\n            out = net(static_x)",
+                              "        with torch.cuda.graph(g):\n            net.monitor = True\n"
+                              "            out = net(static_x)")
+    assert in_block != SETTER
+    _no_code_fix(in_block)
+
+
+def test_no_fix_in_a_file_without_torch_bound() -> None:
+    files = {
+        "model.py": """
+            import torch.nn as nn
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.lin = nn.Linear(4, 4)
+                    self.monitor = False
+                def enable_monitor(self, flag):
+                    self.monitor = flag
+                def forward(self, x):
+                    h = self.lin(x)
+                    if self.monitor:
+                        h = h * 2
+                    return h
+        """,
+        "main.py": """
+            import torch
+            from model import Net
+            net = Net().cuda()
+            static_x = torch.randn(4, 4, device="cuda")
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                out = net(static_x)
+            for i in range(4):
+                net.enable_monitor(i % 2 == 0)
+                g.replay()
+        """,
+    }
+    from denpex.source.engine.analyse import analyse_workspace
+    from denpex.source.resolve.workspace import Workspace
+
+    def offered(model: str) -> list[str]:
+        ws = Workspace()
+        ws.add_text("model.py", textwrap.dedent(model))
+        ws.add_text("main.py", textwrap.dedent(files["main.py"]))
+        found = [f for fs in analyse_workspace(ws).values() for f in fs if f.rule == RULE]
+        assert found
+        return [fx.title for f in found for fx in f.fixes if fx.title == TITLE]
+
+    assert offered(files["model.py"]) == []
+    # the same model file binding `torch`: the fix lands in model.py, where every write is
+    assert offered(files["model.py"].replace("import torch.nn as nn", "import torch\n            import torch.nn as nn")) \
+        == [TITLE]

@@ -35,11 +35,14 @@ TITLE = "Device flag: keep it in a 0-dim device tensor (fill_() it where it is s
 _EXPR = frozenset({"call", "attribute", "identifier", "binary_operator", "unary_operator",
                    "parenthesized_expression", "integer", "float"})
 # work that would now run on both sides and change state, read the host, or change the shape `where` broadcasts
+# (or the dtype it promotes)
 _HOST = frozenset({"item", "tolist", "cpu", "numpy", "print", "backward", "synchronize"})
 _SHAPE = frozenset({"sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "norm", "prod", "std", "var",
                     "all", "any", "view", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose",
                     "t", "expand", "repeat", "cat", "stack", "split", "chunk", "narrow", "gather", "index_select",
-                    "masked_select", "nonzero", "unique", "topk", "sort"})
+                    "masked_select", "nonzero", "unique", "topk", "sort",
+                    # and the dtype: `where` promotes both sides to one
+                    "half", "float", "double", "bfloat16", "int", "long", "bool", "to", "type"})
 _BAD_NODES = frozenset({"subscript", "lambda", "named_expression", "await", "yield", "list_comprehension",
                         "generator_expression", "set_comprehension", "dictionary_comprehension", "string"})
 _BOOLISH = frozenset({"comparison_operator", "not_operator", "true", "false"})
@@ -52,12 +55,16 @@ def branch_fix(w: Walk, subj: Node, frame: Frame) -> Fix | None:
     site = _branch(ix, subj)
     if site is None:
         return None
+    torch = ix.imports.items_for("torch")
+    if not torch:
+        return None  # `import torch.nn as nn` alone binds no `torch` for the new calls
     if_stmt, negated = site
-    plan = _attribute_plan(w, ix, subj, frame) if subj.type == "attribute" else _name_plan(w, ix, subj, frame)
+    plan = _attribute_plan(w, ix, subj, frame, torch[0]) if subj.type == "attribute" else _name_plan(
+        w, ix, subj, frame, torch[0])
     if plan is None:
         return None
     flag_t, edits = plan
-    branch = _branch_edit(w, ix, frame, if_stmt, negated, flag_t)
+    branch = _branch_edit(w, ix, frame, if_stmt, negated, flag_t, torch[0])
     if branch is None:
         return None
     edits.append(branch)
@@ -130,7 +137,7 @@ def _plain(ix: FileIndex, expr: Node) -> bool:
     return True
 
 
-def _branch_edit(w: Walk, ix: FileIndex, frame: Frame, if_stmt: Node, negated: bool, flag_t: str
+def _branch_edit(w: Walk, ix: FileIndex, frame: Frame, if_stmt: Node, negated: bool, flag_t: str, torch: str
                  ) -> TextEdit | None:
     alts = if_stmt.children_by_field_name("alternative")
     if len(alts) > 1 or (alts and alts[0].type != "else_clause"):
@@ -189,7 +196,7 @@ def _branch_edit(w: Walk, ix: FileIndex, frame: Frame, if_stmt: Node, negated: b
     if not F.owns_lines(ix, if_stmt) or not F.owns_lines(ix, last):
         return None
     indent = ix.src.indent_of(if_stmt)
-    text = f"{indent}{lead}{w.torch}.where({flag_t}, {yes}, {no}){note}"
+    text = f"{indent}{lead}{torch}.where({flag_t}, {yes}, {no}){note}"
     return TextEdit(if_stmt.start_point[0], 0, *F.row_end(ix, last.end_point[0]), text)
 
 
@@ -236,20 +243,43 @@ def _fill_after(ix: FileIndex, assign: Node, target: str, tensor: str) -> TextEd
     return F.insert_after_statement(ix, st, [f"{tensor}.fill_({_as_bool(ix, assign, target)})"])
 
 
-def _create_after(w: Walk, ix: FileIndex, assign: Node, target: str, tensor: str) -> TextEdit:
+def _create_after(ix: FileIndex, assign: Node, target: str, tensor: str, torch: str) -> TextEdit:
     st = assign.parent
     assert st is not None
     value = _as_bool(ix, assign, target)
-    return F.insert_after_statement(ix, st, [f'{tensor} = {w.torch}.tensor({value}, device="cuda")'])
+    return F.insert_after_statement(ix, st, [f'{tensor} = {torch}.tensor({value}, device="cuda")'])
 
 
-def _attribute_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame) -> tuple[str, list[TextEdit]] | None:
+def _while_capturing(w: Walk, ix: FileIndex, write: Node, holder: Node) -> bool:
+    """The write may run while the graph is captured: it sits in the capture's block or in the function holding
+    the branch, or its function is called from either (a fill_() there would be recorded, and every replay would
+    set the tensor back to the value at capture)."""
+    region = w.region
+    spans = [(ix, holder.start_byte, holder.end_byte)]
+    if region.ix is ix and holder.start_byte <= region.anchor.start_byte < holder.end_byte:
+        spans = []  # the branch is in the capture's own scope: only the capture's block runs under it
+    spans.append((region.ix, region.anchor.start_byte, region.end_byte))
+    if any(f is ix and a <= write.start_byte < b for f, a, b in spans):
+        return True
+    fn = ix.enclosing_function(write)
+    if fn is None:
+        return False
+    name = re.escape(fn.name.encode())
+    word = re.compile(rb"(?<![\w.])" + name + rb"\s*\(|\." + name + rb"\s*\(")
+    return any(word.search(f.src.data, a, b) is not None for f, a, b in spans)
+
+
+def _attribute_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
+                    ) -> tuple[str, list[TextEdit]] | None:
     """`self.<attr>` of class C: created after the first `self.<attr> = ...` of C.__init__'s body, filled after
     every other write of the file; no other file may write `.<attr>`."""
     obj, a = subj.child_by_field_name("object"), subj.child_by_field_name("attribute")
     fn = frame.func
     if obj is None or a is None or ix.text(obj) != "self" or fn is None or fn.class_name is None:
         return None
+    holder = ix.enclosing_function(subj)
+    if holder is None or holder.node.id != fn.node.id:
+        return None  # a nested function's `self`
     attr, cls = ix.text(a), ix.classes.get(fn.class_name)
     if cls is None or attr in cls.methods or _class_level(ix, cls.node, attr):
         return None  # a property or a class attribute: not a plain instance flag
@@ -272,8 +302,7 @@ def _attribute_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame) -> tuple[s
     if first is None or not _write_stmt(ix, first):
         return None
     tensor_attr = fresh_name_in(ix, f"{attr}_t")
-    edits = [_create_after(w, ix, first, f"self.{attr}", f"self.{tensor_attr}")]
-    own = fn.node
+    edits = [_create_after(ix, first, f"self.{attr}", f"self.{tensor_attr}", torch)]
     for n in walk(ix.src.root):
         if n.type != "attribute" or n.id == subj.id:
             continue
@@ -287,9 +316,11 @@ def _attribute_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame) -> tuple[s
             continue  # a read
         if p.id == first.id:
             continue
-        if own.start_byte <= p.start_byte < own.end_byte or not _write_stmt(ix, p):
-            return None  # set while capturing, or a write the fix cannot follow
         recv = n.child_by_field_name("object")
+        if recv is not None and _unrelated_self(ix, recv, cls.name):
+            continue  # `self.<attr>` of another class of the file, neither a base nor a subclass of this one
+        if _while_capturing(w, ix, p, fn.node) or not _write_stmt(ix, p):
+            return None  # set while capturing, or a write the fix cannot follow
         if recv is None or not _instance_of(ix, recv, cls.name):
             return None  # another object's attribute of the same name, or one the fix cannot tell
         target = ix.text(n)
@@ -312,6 +343,30 @@ def _class_level(ix: FileIndex, cls_node: Node, attr: str) -> bool:
         if left is not None and ix.text(left) == attr:
             return True
     return False
+
+
+def _related(ix: FileIndex, a: str, b: str, depth: int = 0) -> bool:
+    """Class `a` is `b` or derives from it, as far as this file's classes tell (an unknown base may be it)."""
+    if a == b:
+        return True
+    info = ix.classes.get(a)
+    if info is None or depth > 8:
+        return True
+    for base in info.bases:
+        short = base.rsplit(".", 1)[-1]
+        if short == b or (short in ix.classes and _related(ix, short, b, depth + 1)):
+            return True
+        if short not in ix.classes and not base.startswith("torch.") and base != "object":
+            return True  # a base from elsewhere: it may derive from `b`
+    return False
+
+
+def _unrelated_self(ix: FileIndex, recv: Node, cls: str) -> bool:
+    recv = strip_parens(recv)
+    if recv.type != "identifier" or ix.text(recv) != "self":
+        return False
+    c = ix.enclosing_class(recv)
+    return c is not None and not _related(ix, c.name, cls) and not _related(ix, cls, c.name)
 
 
 def _instance_of(ix: FileIndex, recv: Node, cls: str) -> bool:
@@ -346,7 +401,8 @@ def _instance_of(ix: FileIndex, recv: Node, cls: str) -> bool:
     return False
 
 
-def _name_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame) -> tuple[str, list[TextEdit]] | None:
+def _name_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
+               ) -> tuple[str, list[TextEdit]] | None:
     """A name read where it is bound (a module global, or a local of the capture's scope): created after its
     first assignment, a statement of its scope's body before the capture; filled after every other
     rebinding (in its scope, and in the functions that declare it `global`)."""
@@ -357,8 +413,10 @@ def _name_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame) -> tuple[str, l
     if is_param or scope is None:
         return None
     owner = scope.node
-    if owner.type == "function_definition" and (ix is not w.region.ix or ix.scope_of(subj).node.id != owner.id):
-        return None
+    if owner.type == "function_definition" and (
+            ix is not w.region.ix or ix.scope_of(subj).node.id != owner.id
+            or ix.scope_of(w.region.anchor).node.id != owner.id):
+        return None  # a local of another function than the capture's: made again (and lost) at every call
     if not _in_tree(ix, name) or re.search(rf"\bnonlocal\b[^\n]*\b{re.escape(name)}\b|\b{re.escape(name)}\s*:=",
                                             ix.src.text):
         return None  # a mention the tree does not hold, a nonlocal or walrus write: writes the fix cannot see
@@ -387,10 +445,10 @@ def _name_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame) -> tuple[str, l
     region = w.region
     if region.ix is ix and first.start_byte >= region.anchor.start_byte:
         return None
-    fn = frame.func
-    if fn is not None and any(fn.node.start_byte <= a.start_byte < fn.node.end_byte for a in writes):
-        return None  # set while capturing
+    holder = ix.scope_of(subj).node
+    if any(_while_capturing(w, ix, a.stmt, holder) for a in writes[1:]):
+        return None
     tensor = fresh_name_in(ix, f"{name}_t")
-    edits = [_create_after(w, ix, first, name, tensor)]
+    edits = [_create_after(ix, first, name, tensor, torch)]
     edits.extend(_fill_after(ix, a.stmt, name, tensor) for a in writes[1:])
     return tensor, edits

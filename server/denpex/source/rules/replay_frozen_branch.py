@@ -4,7 +4,10 @@ at capture; every replay keeps them, whatever the value is now.
 
 Error where the change is shown: the value is assigned inside a loop that replays a graph (directly or through
 a function that calls `.replay()`) and does not capture again for the new value. Warning where a method of the
-class sets `self.<attr>` outside its constructor (it may be called between replays)."""
+class sets `self.<attr>` outside its constructor (it may be called between replays).
+
+Code fix (unsafe), only for the narrow shape of _frozen_branch_fix.py: the flag becomes a 0-dim device tensor the
+graph reads (`torch.where(flag_t, a, b)`, `flag_t.fill_(flag)` after every host write)."""
 
 from __future__ import annotations
 
