@@ -5,11 +5,14 @@ editor waits for the answer to `initialize` before it opens a document. So `serv
 
 1. reads the first messages itself (same framing bounds as the server's stdin, transport.BoundedStdin);
 2. answers `initialize` with what pygls answered last time for the same client capabilities and the same
-   server code (a small cache in denpex.cachedir.cache_dir(); no cache: nothing is answered early);
+   server code (a small cache in denpex.cachedir.cache_dir()), else with the answer shipped with the
+   package for this kind of client (denpex.lsp.shipped: the first start after an install); when neither
+   knows it, nothing is answered early;
 3. analyses the first Python document opened and publishes its diagnostics (push clients);
 4. imports pygls and hands it the byte stream: everything read so far is replayed, so pygls sees the
    whole session from `initialize` on. pygls' own answer to `initialize` is not sent again; it is
-   compared with the early one (a difference is logged as an error and refreshes the cache).
+   compared with the early one (a difference is logged as an error), and stored in the cache when the
+   cache did not hold it.
 
 Anything unexpected (a first message that is not `initialize`, a frame that is not clean JSON-RPC,
 any other method) ends the early part at once: pygls then handles it exactly as without this module.
@@ -18,7 +21,6 @@ any other method) ends the early part at once: pygls then handles it exactly as 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,6 +28,7 @@ import sys
 import threading
 import time
 import traceback
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -122,7 +125,10 @@ class Out:
         self.lock = threading.Lock()
         self.init_id: object = None
         self.answered: Json | None = None  # the result sent early
+        self.cached: Json | None = None  # what the cache held for this client
         self.cache_path: Path | None = None
+        self.source = ""  # where the early answer came from
+        self.pending = False  # pygls' answer to `initialize` is still to come
 
     def send(self, body: Json) -> None:
         """A message of the early part's own (never held back)."""
@@ -131,7 +137,7 @@ class Out:
             self.raw.flush()
 
     def write(self, data: bytes) -> None:
-        if self.cache_path is not None or self.answered is not None:
+        if self.pending:
             data = self._initialize_answer(data)
         if data:
             with self.lock:
@@ -154,17 +160,19 @@ class Out:
         if not isinstance(msg, dict) or "method" in msg or msg.get("id") != self.init_id:
             return data
         result = msg.get("result")
+        self.pending = False
         path, early = self.cache_path, self.answered
-        self.cache_path = self.answered = None
-        if isinstance(result, dict) and path is not None and result != early:
+        if isinstance(result, dict) and path is not None and result != self.cached:
             _store(path, result)
         if early is None:
             return data
         if result == early:
             return b""
+        what = (f"refused initialize ({json.dumps(msg.get('error'))}), which {self.source} had answered"
+                if result is None else f"answered initialize differently from {self.source}")
         return frame({"jsonrpc": "2.0", "method": "window/logMessage", "params": {
-            "type": 1, "message": "denpex: the start-up cache answered initialize differently from the server "
-                                  "(cache refreshed; restart the server to get its capabilities)"}})
+            "type": 1, "message": f"denpex: the server {what} (cache refreshed; restart the server to get "
+                                  "its capabilities)"}})
 
 
 # --- the initialize cache ------------------------------------------------------------------------
@@ -201,7 +209,8 @@ def cache_path(capabilities: object) -> Path | None:
     if where is None:
         return None  # caching turned off: pygls answers, nothing is stored
     key = json.dumps([capabilities, _code_stamp()], sort_keys=True, default=str).encode()
-    return where / f"{hashlib.sha256(key).hexdigest()[:32]}.json"
+    # two CRCs, not hashlib: importing hashlib (OpenSSL) costs more than the rest of this look-up
+    return where / f"{zlib.crc32(key):08x}{zlib.crc32(key[::-1]):08x}{len(key):x}.json"
 
 
 def _load(path: Path) -> Json | None:
@@ -240,16 +249,21 @@ class Early:
         params = msg.get("params")
         if not isinstance(params, dict):
             return
-        self.out.init_id = msg["id"]
-        self.out.cache_path = path = cache_path(params.get("capabilities"))
-        if path is None:
-            return
-        result = _load(path)
+        out = self.out
+        out.init_id, out.pending = msg["id"], True
+        out.cache_path = path = cache_path(params.get("capabilities"))
+        out.cached = result = _load(path) if path is not None else None
+        out.source = "the start-up cache"
+        if result is None:
+            from denpex.lsp import shipped
+
+            result = shipped.answer(params)
+            out.source = "the answer shipped with denpex"
         if result is None:
             return  # pygls answers; its answer is cached for the next start
-        self.out.answered = result
-        self.out.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
-        REPORT.append(f"start-up: initialize answered from the start-up cache in "
+        out.answered = result
+        out.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        REPORT.append(f"start-up: initialize answered from {out.source} in "
                       f"{(time.perf_counter() - self.t0) * 1000:.0f} ms")
         self._first_document(params, result)
 
