@@ -7,13 +7,22 @@ Found from a capture inside a function `F`: a store `D[key] = F(...)` (or of a v
 function of the same file; the dimensions of `key` (`X.shape[i]`, `X.size(i)`, through a local name); and, in the
 same function, a partial copy `S[:n].copy_(...)` whose `n` is a dimension of a tensor passed to `F` that the
 key does not hold. A warning: the stale rows change the result only where rows interact (a softmax or a
-normalisation over the batch)."""
+normalisation over the batch).
+
+Quick fix (unsafe: one graph, and its memory, per distinct shape): `key = q.shape[1]` becomes `key = tuple(q.shape)`
+(with the shapes of the other tensors copied into static buffers: `(tuple(q.shape), tuple(d.shape))`), offered
+only where the key is one local name bound once to one dimension of a parameter passed to the capture, and
+the key and the cache are read only where a tuple serves as well (the cache's subscript, `in`, `get`, `%s`)."""
 
 from __future__ import annotations
+
+import re
 
 from tree_sitter import Node
 
 from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
+from denpex.source.model import Fix
 from denpex.source.resolve.index import FileIndex, FuncInfo
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 from denpex.source.syntax.parse import run_query, strip_parens, walk
@@ -102,6 +111,147 @@ def _partial_copies(ix: FileIndex, fn: FuncInfo) -> list[tuple[Node, Node]]:
     return out
 
 
+_LOGS = ("print", "debug", "info", "warning", "warn", "error", "exception", "critical")
+_CONVERSION = re.compile(r"%(?:%|\(|[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?([a-zA-Z]))")
+_DICT_READS = ("get", "setdefault", "pop")
+_DICT_WHOLE = ("clear", "values")
+_CLASS = frozenset({"class_definition"})
+
+
+def _one_dim(ix: FileIndex, expr: Node) -> str | None:
+    """`x` for `x.shape[i]` / `x.size(i)` (x a plain name, i an integer), else None."""
+    if expr.type == "subscript":
+        obj, idx = expr.child_by_field_name("value"), expr.child_by_field_name("subscript")
+        if obj is not None and idx is not None and idx.type == "integer" and obj.type == "attribute":
+            x, a = obj.child_by_field_name("object"), obj.child_by_field_name("attribute")
+            if x is not None and a is not None and x.type == "identifier" and ix.text(a) == "shape":
+                return ix.text(x)
+    elif expr.type == "call":
+        f, args = expr.child_by_field_name("function"), expr.child_by_field_name("arguments")
+        if f is not None and args is not None and f.type == "attribute" and len(args.named_children) == 1 \
+                and args.named_children[0].type == "integer":
+            x, a = f.child_by_field_name("object"), f.child_by_field_name("attribute")
+            if x is not None and a is not None and x.type == "identifier" and ix.text(a) == "size":
+                return ix.text(x)
+    return None
+
+
+def _call_of(n: Node) -> tuple[Node, Node] | None:
+    """(call, its function) when `n` is a direct argument of a call."""
+    args = n.parent
+    call = args.parent if args is not None and args.type == "argument_list" else None
+    f = call.child_by_field_name("function") if call is not None else None
+    return (call, f) if call is not None and f is not None else None
+
+
+def _tuple_serves(ix: FileIndex, n: Node, cache: str) -> bool:
+    """A read of the key where a tuple serves as well as the number: the cache's subscript, `key in cache`,
+    `cache.get(key)`, an f-string field with no format spec, a print/log argument with no numeric %-format."""
+    p = n.parent
+    if p is None:
+        return False
+    if p.type == "subscript":
+        v = p.child_by_field_name("value")
+        return v is not None and ix.text(v) == cache and n.id != v.id
+    if p.type == "comparison_operator":
+        ops = {ix.text(c) for c in p.children if not c.is_named}
+        return p.named_children[0].id == n.id and len(p.named_children) == 2 and \
+            ix.text(p.named_children[1]) == cache and ops <= {"in", "not", "not in"}
+    if p.type == "interpolation":
+        return p.child_by_field_name("format_specifier") is None and not any(
+            c.type == "format_specifier" for c in p.children)
+    got = _call_of(n)
+    if got is None:
+        return False
+    call, f = got
+    name = ix.text(f).rsplit(".", 1)[-1]
+    if f.type == "attribute" and name in _DICT_READS:
+        obj = f.child_by_field_name("object")
+        args = call.child_by_field_name("arguments")
+        return obj is not None and ix.text(obj) == cache and args is not None and args.named_children[0].id == n.id
+    args = call.child_by_field_name("arguments")
+    if name not in _LOGS or args is None:
+        return False
+    given = args.named_children
+    at = next(i for i, a in enumerate(given) if a.id == n.id)
+    if name == "print" or at == 0:
+        return True  # printed, or logged as the message: str()
+    if given[0].type != "string":
+        return False  # a format string held elsewhere: its conversions are not known
+    # logger.info("bucket %s (%d graphs)", key, n): the key's own conversion must be %s or %r
+    convs = [m.group(1) for m in _CONVERSION.finditer(ix.text(given[0])) if m.group(0) != "%%"]
+    return at - 1 < len(convs) and convs[at - 1] in ("s", "r", "a")
+
+
+def _cache_reads_ok(ix: FileIndex, fn: FuncInfo, cache: str, key_name: str) -> bool:
+    """Every mention of the cache that a key of another kind would break is inside `fn`, by `key_name`: outside
+    it only its initialisation, `len(cache)`, `cache.clear()` and `cache.values()`."""
+    if cache.startswith("self."):
+        where = ix.src.nav.enclosing(fn.node, _CLASS)
+        if where is None:
+            return False
+    elif ix.src.lazy is not None:
+        return False  # a module-level cache in a file parsed in part: its other mentions may not be in the tree
+    else:
+        where = ix.src.root
+    kind = "attribute" if "." in cache else "identifier"
+    for n in walk(where):
+        if n.type != kind or ix.text(n) != cache:
+            continue
+        p = n.parent
+        if p is None:
+            return False
+        inside = fn.node.start_byte <= n.start_byte < fn.node.end_byte
+        left = p.child_by_field_name("left") if p.type == "assignment" else None
+        if left is not None and left.id == n.id:
+            continue  # cache = {}
+        if p.type == "subscript" and inside:
+            idx = p.child_by_field_name("subscript")
+            if idx is not None and idx.type == "identifier" and ix.text(idx) == key_name:
+                continue
+            return False
+        if p.type == "comparison_operator" and inside and ix.text(p.named_children[0]) == key_name:
+            continue
+        if p.type == "attribute":
+            m = p.child_by_field_name("attribute")
+            name = ix.text(m) if m is not None else ""
+            if name in _DICT_WHOLE or (inside and name in _DICT_READS):
+                continue
+            return False
+        got = _call_of(n)
+        if got is None or ix.text(got[1]) != "len":
+            return False
+    return True
+
+
+def _key_fix(ix: FileIndex, fn: FuncInfo, key: Node, store: Node, passed: list[str], copied: list[str]) -> Fix | None:
+    """`key = x.shape[i]` -> `key = tuple(x.shape)` (or a tuple of the full shapes of every input copied into a
+    static buffer), where nothing else depends on the key being one number."""
+    left = store.child_by_field_name("left")
+    cache_node = left.child_by_field_name("value") if left is not None else None
+    if key.type != "identifier" or cache_node is None:
+        return None
+    k = ix.text(key)
+    assign, scope, is_param = ix.lookup(k, key)
+    if assign is None or is_param or scope is None or scope.node.id != fn.node.id or \
+            len(scope.assigns.get(k, [])) != 1 or assign.value is None or assign.stmt.type != "assignment":
+        return None
+    target = assign.stmt.child_by_field_name("left")
+    x = _one_dim(ix, strip_parens(assign.value))
+    if target is None or target.type != "identifier" or x is None or x not in fn.params or x not in passed:
+        return None
+    if fn.body is None or not _cache_reads_ok(ix, fn, ix.text(cache_node), k):
+        return None
+    for n in walk(fn.body):
+        if n.type == "identifier" and ix.text(n) == k and n.id != target.id and not _tuple_serves(
+                ix, n, ix.text(cache_node)):
+            return None
+    shapes = list(dict.fromkeys([x] + [c for c in passed if c in copied and c in fn.params]))
+    new = f"tuple({x}.shape)" if len(shapes) == 1 else "(" + ", ".join(f"tuple({c}.shape)" for c in shapes) + ")"
+    return F.fix("Key the graph cache by every dimension of the inputs (their full shapes)", "unsafe",
+                 [F.replace_node(ix, assign.value, new)])
+
+
 def _cache_key(scan: RegionScan) -> None:
     region = scan.region
     if region.kind not in ("graph", "capture_begin", "wrapper"):
@@ -118,8 +268,10 @@ def _cache_key(scan: RegionScan) -> None:
         if not kd:
             continue  # a key of no tensor dimension (a name, a mode) or of whole shapes
         args = call.child_by_field_name("arguments")
-        passed = {ix.text(a) for a in args.named_children} if args is not None else set()
-        for copy, bound in _partial_copies(ix, fn):
+        passed = [ix.text(a) for a in args.named_children] if args is not None else []
+        copies = _partial_copies(ix, fn)
+        copied = [ix.text(a) for c, _b in copies for a in (c.child_by_field_name("arguments") or c).named_children]
+        for copy, bound in copies:
             bd = _dims(ix, bound, fn)
             if not bd:
                 continue
@@ -132,7 +284,8 @@ def _cache_key(scan: RegionScan) -> None:
                 assign, _scope, _p = ix.lookup(ix.text(key), key)
                 if assign is not None and assign.value is not None:
                     at = assign.value
-            scan.sink(Hit(_HAZARD, ix, at, region, (), [], None, (
+            fx = _key_fix(ix, fn, key, store, passed, copied)
+            scan.sink(Hit(_HAZARD, ix, at, region, (), [fx] if fx else [], None, (
                 f"graphs are cached by `{ix.text(key)}`, which holds dimension{'s' if len(kd[t]) > 1 else ''} "
                 f"{', '.join(str(x) for x in sorted(kd[t]))} of `{t}` only; line {copy.start_point[0] + 1} copies "
                 f"`{t}` into the front of a static buffer ([:{ix.text(bound)}], dimension {d} of `{t}`): a call "

@@ -5,7 +5,13 @@ tensors). The nested tensors are never copied into again: every replay reads the
 Found from the capture: a call in the captured statements that spreads a static container (`f(*static)`); a loop
 `for d, s in zip(<static>, ...)` whose body copies `d.copy_(s)` and handles no nested container itself (directly
 or in a helper handed the container); and the container built by a clone that recurses into dicts or lists
-(the evidence that nested tensors are expected)."""
+(the evidence that nested tensors are expected).
+
+Quick fix (unsafe: it copies tensors the loop skipped): the loop's body becomes a call of a small recursive copy
+helper, defined once at module level, for a loop `for d, s in zip(<static>, <new>)` whose body is only
+`d.copy_(s)`, bare or under `if isinstance(d, torch.Tensor):`. A helper indexes dicts by key rather than
+flattening both sides (torch.utils._pytree), so a new batch whose dict lists its keys in another order still
+lands in the right buffers."""
 
 from __future__ import annotations
 
@@ -15,6 +21,8 @@ from tree_sitter import Node
 
 from denpex.source.capture.regions import CaptureRegion
 from denpex.source.engine.hits import Hit
+from denpex.source.fixes import edits as F
+from denpex.source.model import Fix, TextEdit
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 from denpex.source.syntax.parse import run_query, strip_parens, walk
@@ -109,6 +117,116 @@ def _guard_of(copy: Node, loop: Node) -> Node:
     return copy
 
 
+_COPY_HELPER = "copy_nested_"
+_HELPER_TEXT = """def {name}(dst, src):
+    # copy src into the static dst in place, down to the tensors nested in dicts, lists and tuples
+    if isinstance(dst, {t}.Tensor):
+        dst.copy_(src)
+    elif isinstance(dst, dict):
+        for k in dst:
+            {name}(dst[k], src[k])
+    elif isinstance(dst, (list, tuple)):
+        for d, s in zip(dst, src):
+            {name}(d, s)
+"""
+_DEFS = ("function_definition", "class_definition", "decorated_definition")
+
+
+def _statements(block: Node) -> list[Node]:
+    return [c for c in block.named_children if c.type != "comment"]
+
+
+def _tensor_test(ix: FileIndex, cond: Node, d: str, t: str) -> bool:
+    """`isinstance(d, torch.Tensor)` (or `Tensor`) or `torch.is_tensor(d)`."""
+    cond = strip_parens(cond)
+    f = cond.child_by_field_name("function") if cond.type == "call" else None
+    args = cond.child_by_field_name("arguments") if cond.type == "call" else None
+    a = [ix.text(x) for x in args.named_children] if args is not None else []
+    if f is None:
+        return False
+    if ix.text(f) == "isinstance":
+        return len(a) == 2 and a[0] == d and a[1] in (f"{t}.Tensor", "Tensor")
+    return ix.text(f) == f"{t}.is_tensor" and a == [d]
+
+
+def _only_copy(ix: FileIndex, body: Node, copy: Node, d: str, t: str) -> bool:
+    """The loop body is only the copy, bare or under a tensor test with no other branch."""
+    stmts = _statements(body)
+    if len(stmts) != 1:
+        return False
+    st = stmts[0]
+    if st.type == "if_statement":
+        cond, cons = st.child_by_field_name("condition"), st.child_by_field_name("consequence")
+        if cond is None or cons is None or st.child_by_field_name("alternative") is not None or \
+                not _tensor_test(ix, cond, d, t):
+            return False
+        inner = _statements(cons)
+        if len(inner) != 1:
+            return False
+        st = inner[0]
+    return st.type == "expression_statement" and st.named_child_count == 1 and st.named_children[0].id == copy.id
+
+
+def _helper_name(ix: FileIndex, t: str) -> tuple[str, bool]:
+    """The copy helper's name, and whether the file defines it already (an earlier fix of another loop)."""
+    i = 1
+    while True:
+        name = _COPY_HELPER if i == 1 else f"{_COPY_HELPER}{i}"
+        if _HELPER_TEXT.format(name=name, t=t) in ix.src.text:
+            return name, True
+        if not ix.has(name.encode()):
+            return name, False
+        i += 1
+
+
+def _helper_row(ix: FileIndex, loop: Node) -> int:
+    """Where the helper goes: before the file's first definition at module level that does not come after the
+    loop's own top-level statement (so that every fix in a file inserts it at one place, and it is defined
+    before module-level code that runs the loop), and above the comment lines directly over that definition."""
+    top = loop
+    while top.parent is not None and top.parent.type != "module":
+        top = top.parent
+    first = next((c for c in ix.src.root.named_children if c.type in _DEFS and c.start_byte <= top.start_byte), top)
+    row = first.start_point[0]
+    prev = first.prev_sibling
+    while prev is not None and prev.type == "comment" and prev.start_point[1] == 0 and \
+            prev.end_point[0] == row - 1 and prev.start_point[0] > 1:  # not a shebang or coding line
+        row = prev.start_point[0]
+        prev = prev.prev_sibling
+    return row
+
+
+def _refresh_fix(ix: FileIndex, loop: Node, copy: Node) -> Fix | None:
+    """Replace the body of `for d, s in zip(static, new): [if isinstance(d, torch.Tensor):] d.copy_(s)` with a
+    call of the recursive copy helper."""
+    torch = ix.imports.items_for("torch")
+    left, right, body = (loop.child_by_field_name(k) for k in ("left", "right", "body"))
+    if not torch or left is None or right is None or body is None:
+        return None
+    t = torch[0]
+    targets = left.named_children
+    args = right.child_by_field_name("arguments")
+    if len(targets) != 2 or any(x.type != "identifier" for x in targets) or args is None:
+        return None
+    positional = [a for a in args.named_children if a.type != "keyword_argument"]
+    if len(positional) != 2 or any(a.type in ("list_splat", "dictionary_splat") for a in positional):
+        return None
+    d, s = ix.text(targets[0]), ix.text(targets[1])
+    cargs = copy.child_by_field_name("arguments")
+    if cargs is None or [ix.text(a) for a in cargs.named_children] != [s] or not _only_copy(ix, body, copy, d, t):
+        return None
+    first = _statements(body)[0]
+    if first.start_point[0] <= right.end_point[0]:
+        return None  # `for ...: d.copy_(s)` on one row
+    name, defined = _helper_name(ix, t)
+    call = f"{ix.src.indent_of(first)}{name}({d}, {s})"
+    edits = [TextEdit(first.start_point[0], 0, *F.row_end(ix, body.end_point[0]), call)]
+    if not defined:
+        edits.append(F.insert_at(_helper_row(ix, loop), 0, _HELPER_TEXT.format(name=name, t=t) + "\n\n"))
+    return F.fix("Refresh the nested static inputs in place (copy recursively into their dicts, lists and tuples)",
+                 "unsafe", edits)
+
+
 def _nested(scan: RegionScan) -> None:
     region = scan.region
     if region.kind not in ("graph", "capture_begin", "wrapper"):
@@ -123,7 +241,8 @@ def _nested(scan: RegionScan) -> None:
             what = ix.text(name) if name is not None else None
             built = f"{what}() at line {evidence.start_point[0] + 1}" if what else \
                 f"line {evidence.start_point[0] + 1}"
-            scan.sink(Hit(_HAZARD, ix, _guard_of(copy, loop), region, (), [], None, (
+            fx = _refresh_fix(ix, loop, copy)
+            scan.sink(Hit(_HAZARD, ix, _guard_of(copy, loop), region, (), [fx] if fx else [], None, (
                 f"{how} refreshes only the top-level tensors of `{container}`, which {built} cloned with its "
                 "nested dicts, lists and tuples: the tensors nested there keep the capture's values on every "
                 "replay (silently wrong)")))
