@@ -300,28 +300,64 @@ def test_no_fix_when_the_flag_is_not_set_in_the_constructor_body() -> None:
     _no_code_fix(text)
 
 
-def test_no_fix_for_a_parameter_bound_to_the_caller_name() -> None:
-    # the tensor would have to be passed in place of the name at every call
-    _no_code_fix("""
-        import torch
+PARAM = """\
+import os
 
-        def step(x, double):
-            h = x + 1
-            if double:
-                h = h * 2
-            return h
+import torch
 
-        def main(xs):
-            static_x = torch.zeros(4, device="cuda")
-            double = True
+
+def step(lin, x, double):
+    h = lin(x) + 1
+    if double:  # BRANCH
+        h = h * 2
+    return h
+
+
+def main():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8).cuda()
+    static_x = torch.randn(4, 8, device="cuda")
+    double = True
+    sums = []
+    with torch.no_grad():
+        if os.environ.get("DENPEX_EAGER") == "1":
+            for i in range(4):
+                double = i >= 2
+                h = lin(static_x) + 1
+                sums.append((h * 2 if double else h).sum().item())
+        else:
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g):
-                out = step(static_x, double)
-            for i, x in enumerate(xs):
-                double = i < 3
-                static_x.copy_(x)
+                out = step(lin, static_x, double)
+            for i in range(4):
+                double = i >= 2
                 g.replay()
-    """)
+                sums.append(out.sum().item())
+    print("RESULT:", *sums)
+
+
+main()
+"""
+
+
+def test_parameter_bound_by_its_only_call_to_a_name_the_loop_rebinds(monkeypatch: pytest.MonkeyPatch) -> None:
+    fixed = _fixed(PARAM)
+    assert '    double = True\n    double_t = torch.tensor(True, device="cuda")\n' in fixed
+    assert "                out = step(lin, static_x, double_t)\n" in fixed
+    assert "    h = torch.where(double, h * 2, h)  # BRANCH\n" in fixed  # the parameter is now the tensor
+    assert fixed.count("double_t.fill_(double)\n") == 2
+    _replays_like_eager(PARAM, monkeypatch)
+
+
+def test_no_fix_for_a_parameter_other_calls_pass_or_the_function_reads_again() -> None:
+    # a warm-up call passes the Python bool: torch.where would get a bool where the capture passes the tensor
+    warm = PARAM.replace("            g = torch.cuda.CUDAGraph()\n",
+                         "            step(lin, static_x, double)\n            g = torch.cuda.CUDAGraph()\n")
+    assert warm != PARAM
+    _no_code_fix(warm)
+    reads = PARAM.replace("    h = lin(x) + 1\n", "    h = lin(x) + (2 if double else 1)\n")
+    assert reads != PARAM
+    _no_code_fix(reads)
 
 
 def test_no_fix_for_a_config_object_attribute() -> None:

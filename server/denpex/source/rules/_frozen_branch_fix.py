@@ -2,8 +2,9 @@
 
 Built only for one narrow shape, where the rewrite is known to be valid and to do what the branch did:
 
-- the condition is the flag itself or `not flag`: `self.<attr>` in a method of the flag's class, or a name
-  read where it is bound (a module global, or a local of the capture's own scope);
+- the condition is the flag itself or `not flag`: `self.<attr>` in a method of the flag's class, a name read
+  where it is bound (a module global, or a local of the capture's own scope), or a parameter of a plain function
+  whose only call, in the capture's block, passes such a local (the call then passes the tensor);
 - the branch is `h = a` (optionally `else: h = b`, the same name), or `return a` with `else: return b` or a
   `return b` right after it, with no comment inside and no device work that could not run on both sides
   (in-place methods, host reads, reshapes and reductions that `torch.where` would broadcast);
@@ -25,6 +26,7 @@ from tree_sitter import Node
 from denpex.source.engine.facts import fresh_name_in
 from denpex.source.fixes import edits as F
 from denpex.source.model import Fix, TextEdit
+from denpex.source.resolve.callgraph import Env
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Frame, Walk
 from denpex.source.rules._frozen import files_with
@@ -59,8 +61,12 @@ def branch_fix(w: Walk, subj: Node, frame: Frame) -> Fix | None:
     if not torch:
         return None  # `import torch.nn as nn` alone binds no `torch` for the new calls
     if_stmt, negated = site
-    plan = _attribute_plan(w, ix, subj, frame, torch[0]) if subj.type == "attribute" else _name_plan(
-        w, ix, subj, frame, torch[0])
+    if subj.type == "attribute":
+        plan = _attribute_plan(w, ix, subj, frame, torch[0])
+    elif frame.env.get(ix.text(subj)) is not None:
+        plan = _param_plan(w, ix, subj, frame, torch[0])
+    else:
+        plan = _name_plan(w, ix, subj, frame.env, torch[0])
     if plan is None:
         return None
     flag_t, edits = plan
@@ -401,14 +407,42 @@ def _instance_of(ix: FileIndex, recv: Node, cls: str) -> bool:
     return False
 
 
-def _name_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
+def _param_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
+                ) -> tuple[str, list[TextEdit]] | None:
+    """A parameter of a plain function bound by its only call, a call of the capture's block, to a name of the
+    capture's scope: that name gets the tensor (see _name_plan), the call passes the tensor, and the branch reads
+    the parameter as one. The parameter must be read only by the condition."""
+    name, fn, region = ix.text(subj), frame.func, w.region
+    b = frame.env.get(name)
+    if b is None or fn is None or fn.class_name is not None or region.ix is not ix or b.ix is not ix:
+        return None
+    arg = strip_parens(b.node)
+    if arg.type != "identifier" or not (region.anchor.start_byte <= arg.start_byte < region.end_byte):
+        return None
+    body = fn.node.child_by_field_name("body")
+    if body is None or name in ix.scope(fn.node).assigns or sum(
+            1 for n in walk(body) if n.type == "identifier" and ix.text(n) == name) != 1:
+        return None  # read elsewhere in the function (as a number, a flag): a tensor there changes that too
+    spelled = rf"(?<![\w.]){re.escape(fn.name)}(?!\w)"
+    if not _in_tree(ix, fn.name) or len(re.findall(spelled, ix.src.text)) != 2 or any(
+            f.path != ix.path for f in files_with(w.resolver, spelled, ix)):
+        return None  # called (or named) anywhere but its definition and this one call: others pass a bool
+    plan = _name_plan(w, ix, arg, b.env, torch)
+    if plan is None:
+        return None
+    tensor, edits = plan
+    edits.append(F.replace_node(ix, arg, tensor))
+    return name, edits
+
+
+def _name_plan(w: Walk, ix: FileIndex, subj: Node, env: Env, torch: str
                ) -> tuple[str, list[TextEdit]] | None:
     """A name read where it is bound (a module global, or a local of the capture's scope): created after its
     first assignment, a statement of its scope's body before the capture; filled after every other
     rebinding (in its scope, and in the functions that declare it `global`)."""
     name = ix.text(subj)
-    if frame.env.get(name) is not None:
-        return None  # a parameter the walker bound to its caller's argument: the tensor would have to travel
+    if env.get(name) is not None:
+        return None  # a parameter bound by a caller further up: the tensor would have to travel further
     _assign, scope, is_param = ix.lookup(name, subj)
     if is_param or scope is None:
         return None
