@@ -40,7 +40,7 @@ def _fixed(text: str) -> str:
     fixes = [fx for fx in found[0].fixes if fx.title == TITLE]
     assert len(fixes) == 1, [fx.title for fx in found[0].fixes]
     assert fixes[0].safety == "unsafe"
-    out = apply_edits(text, fixes[0].edits)
+    out: str = apply_edits(text, fixes[0].edits)
     ast.parse(out)
     assert _flagged(out) == []
     return out
@@ -480,3 +480,16 @@ def test_no_fix_in_a_file_without_torch_bound() -> None:
     # the same model file binding `torch`: the fix lands in model.py, where every write is
     assert offered(files["model.py"].replace("import torch.nn as nn", "import torch\n            import torch.nn as nn")) \
         == [TITLE]
+
+
+def test_realistic_gradual_unfreeze_keeps_the_prose_fix_only() -> None:
+    # r06: the branch is in model_ft.py, the epoch loop writes the flag in finetune.py: one file cannot hold the fix
+    from denpex.source.engine.analyse import analyse_workspace
+    from denpex.source.resolve.workspace import Workspace
+
+    ws = Workspace()
+    for p in sorted((REPO / "tests" / "data" / "realistic" / "programs_new" / "r06_gradual_unfreeze").glob("*.py")):
+        ws.add_text(str(p), p.read_text())
+    found = [(Path(p).name, f) for p, fs in analyse_workspace(ws).items() for f in fs if f.rule == RULE]
+    assert [(n, f.start_line + 1) for n, f in found] == [("model_ft.py", 26)]
+    assert [fx.title for _n, f in found for fx in f.fixes if fx.title == TITLE] == []
