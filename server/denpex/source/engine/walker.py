@@ -394,6 +394,9 @@ class CaptureWalker:
         body = fn.body
         rets = [n for n in own_nodes(body) if n.type == "return_statement"] if body is not None else []
         values = [strip_parens(r.named_children[0]) if r.named_child_count else None for r in rets]
+        # `return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()`: the guard's answer
+        # (or False): the last operand of an `and` decides
+        values = [_and_tail(ix, v) if v is not None else None for v in values]
         guards = {v.id for v in values if v is not None and v.type == "call" and self._guard_call(ix, v)}
         return bool(guards) and all(v is not None and (v.type == "false" or v.id in guards) for v in values)
 
@@ -505,3 +508,12 @@ def _bound_once(ix: FileIndex, name: Node) -> Node | None:
     if len(scope.assigns.get(ix.text(name), ())) != 1 or assign.stmt.type != "assignment":
         return None
     return strip_parens(assign.value) if assign.start_byte < name.start_byte else None
+
+
+def _and_tail(ix: FileIndex, v: Node) -> Node:
+    """The last operand of `a and b` (what decides a guard wrapper's answer), else `v` itself."""
+    op = v.child_by_field_name("operator") if v.type == "boolean_operator" else None
+    right = v.child_by_field_name("right")
+    if op is not None and right is not None and ix.text(op) == "and":
+        return strip_parens(right)
+    return v

@@ -211,7 +211,7 @@ class FileIndex:
         self.path = path
         self.src = src
         self.caps: dict[str, list[Node]] = file_nodes(src)
-        self.imports: ImportMap = build_imports(src, self.caps)
+        self.imports: ImportMap = build_imports(src, self.caps, path)
         self.functions: list[FuncInfo] = []
         self.by_node: dict[int, FuncInfo] = {}
         self.epoch = src.epoch  # the tree this index was built from (a lazily parsed file's tree can grow)

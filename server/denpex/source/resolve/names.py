@@ -3,11 +3,19 @@
 Like torchfix's qualified-name matching: every `import` / `from ... import` in the file (at any depth, since
 imports inside functions are common in real projects) maps a local name to a dotted qualified name. A name
 that no import binds resolves to itself, so snippets that never import torch still match.
+
+A relative import is resolved against the importing file's folder, as Python resolves it inside a package
+(namespace packages included: a folder without `__init__.py` is walked like any other): `from ..utils import f`
+in `pkg/sub/run.py` binds `f` to `pkg.utils.f`, `from . import b` to `pkg.sub.b` (a submodule or a name of
+`pkg/sub/__init__.py`: the lookup tells which). The name is the file's path in dots (`path_parts`), which
+`Workspace.lookup_module` maps back to the file. An import that climbs above the path keeps its dots, and
+names no module: nothing, rather than a module of the same name elsewhere.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePath
 
 from tree_sitter import Node
 
@@ -30,12 +38,22 @@ class ImportMap:
     names: dict[str, str] = field(default_factory=dict)
     modules: set[str] = field(default_factory=set)
     src: ParsedSource | None = field(default=None, repr=False, compare=False)
+    # a name bound by a relative import -> its target as the file's text spells it, dots dropped: what the lazy
+    # parse's import table (syntax.chunks) holds for it, so the two compare as they do for absolute imports
+    spelled: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def lookup(self, name: str) -> str | None:
         found = self.names.get(name)
         if self.src is not None:
-            self.src.need_import(name, found)
+            self.src.need_import(name, self.spelled.get(name, found))
         return found
+
+    def bind(self, local: str, full: str, spelled: str | None = None) -> None:
+        self.names[local] = full
+        if spelled is None:
+            self.spelled.pop(local, None)
+        else:
+            self.spelled[local] = spelled
 
     def items_for(self, target: str) -> list[str]:
         """Local names bound to the qualified name `target`, in binding order."""
@@ -51,7 +69,7 @@ class ImportMap:
     def may_bind(self, name: str, word: str) -> bool:
         """Whether an import of the file (parsed or not) may bind `name` to a qualified name spelling `word`;
         asks for nothing (a cheap test before a `lookup`)."""
-        if word in self.names.get(name, ""):
+        if word in self.spelled.get(name, self.names.get(name, "")):
             return True
         lazy = self.src.lazy if self.src is not None else None
         return lazy is not None and any(t is not None and (word in t or t == UNKNOWN)
@@ -69,7 +87,46 @@ def _dotted(src: ParsedSource, node: Node) -> str:
     return src.node_text(node).replace(" ", "").replace("\\\n", "")
 
 
-def build_imports(src: ParsedSource, caps: dict[str, list[Node]] | None = None) -> ImportMap:
+def path_parts(path: str) -> list[str]:
+    """A file's path as module parts (`pkg/sub/run.py` -> pkg, sub, run; a package's `__init__.py` is the
+    package), without a drive or root: the name a resolved relative import gives a module of that folder."""
+    p = PurePath(path)
+    if not p.name:
+        return []
+    parts = [x for x in p.with_suffix("").parts if x not in ("/", "\\") and not x.endswith(":")]
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return parts
+
+
+def _folder_parts(path: str | None) -> list[str]:
+    """The module parts of the folder a file sits in (its package, for a relative import)."""
+    if path is None:
+        return []
+    p = PurePath(path)
+    return [x for x in p.parent.parts if x not in ("/", "\\", ".") and not x.endswith(":")]
+
+
+def _from_module(text: str, folder: list[str]) -> tuple[str, str | None]:
+    """(module, spelled) of a `from MODULE import`: an absolute module as written (spelled None); a relative one
+    resolved against the importing file's folder, with its text minus the dots as `spelled` (what HEAD-style
+    tables hold). One dot is the folder itself, each further dot one folder up; an import that climbs above
+    the path keeps its dots (a name no module has)."""
+    rest = text.lstrip(".")
+    level = len(text) - len(rest)
+    if level == 0:
+        return text, None
+    up = level - 1
+    if up > len(folder):
+        return text, rest
+    base = [*folder[: len(folder) - up], *([rest] if rest else [])]
+    return ".".join(base), rest
+
+
+def build_imports(src: ParsedSource, caps: dict[str, list[Node]] | None = None,
+                  path: str | None = None) -> ImportMap:
+    """The file's imports; `path` (the file's path) resolves its relative imports (without it the file is taken
+    to sit at the top: `from . import b` is `b`, `from .. import b` names nothing)."""
     out = ImportMap(src=src if src.lazy is not None else None)
     if caps is None:
         caps = run_query(_IMPORTS, src.root)
@@ -79,30 +136,39 @@ def build_imports(src: ParsedSource, caps: dict[str, list[Node]] | None = None) 
                 full = _dotted(src, child)
                 out.modules.add(full)
                 head = full.split(".")[0]
-                out.names.setdefault(head, head)
+                if head not in out.names:
+                    out.bind(head, head)
             elif child.type == "aliased_import":
                 name = child.child_by_field_name("name")
                 alias = child.child_by_field_name("alias")
                 if name is not None and alias is not None:
                     full = _dotted(src, name)
                     out.modules.add(full)
-                    out.names[src.node_text(alias)] = full
+                    out.bind(src.node_text(alias), full)
+    folder: list[str] | None = None
     for node in caps.get("from", []):
         module = node.child_by_field_name("module_name")
         if module is None:
             continue
-        mod = _dotted(src, module).lstrip(".")
-        out.modules.add(mod)
+        text = _dotted(src, module)
+        if text.startswith(".") and folder is None:
+            folder = _folder_parts(path)
+        mod, spelled = _from_module(text, folder or [])
+        # the module set stays as the lazy parse's table spells it (dots dropped): entrypoints asks it for a
+        # framework's prefixes, and a parsed and an unparsed import must answer alike
+        out.modules.add(spelled if spelled is not None else mod)
         for child in node.children_by_field_name("name"):
             if child.type == "dotted_name":
                 dname = _dotted(src, child)
-                out.names[dname.split(".")[0]] = f"{mod}.{dname}" if mod else dname
+                out.bind(dname.split(".")[0], f"{mod}.{dname}" if mod else dname,
+                         None if spelled is None else f"{spelled}.{dname}" if spelled else dname)
             elif child.type == "aliased_import":
                 name_node = child.child_by_field_name("name")
                 alias_node = child.child_by_field_name("alias")
                 if name_node is not None and alias_node is not None:
                     iname = _dotted(src, name_node)
-                    out.names[src.node_text(alias_node)] = f"{mod}.{iname}" if mod else iname
+                    out.bind(src.node_text(alias_node), f"{mod}.{iname}" if mod else iname,
+                             None if spelled is None else f"{spelled}.{iname}" if spelled else iname)
     return out
 
 

@@ -3,12 +3,14 @@ files. Files are added, updated (incrementally, by edits) and removed; every cha
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import PurePath
 
 from denpex.source.model import TextEdit
 from denpex.source.resolve.index import FileIndex
+from denpex.source.resolve.names import path_parts
 from denpex.source.syntax.chunks import import_statements
 from denpex.source.syntax.parse import ParsedSource, parse
 
@@ -20,6 +22,12 @@ _WORD_BYTES = re.compile(rb"[\w\x80-\xff]+")  # words of UTF-8 text (non-ASCII l
 def module_names(path: str, roots: Iterable[str] = ()) -> list[str]:
     """Dotted module names a file may be imported as, most specific first (none for a path without a file name:
     "", ".", "/", as an editor's document with an empty or bare `file://` URI has)."""
+    parts = _root_parts(path, roots)
+    return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
+
+
+def _root_parts(path: str, roots: Iterable[str]) -> list[str]:
+    """The file's module parts below the first root that holds it (all of its path's parts under none)."""
     p = PurePath(path)
     if not p.name:
         return []
@@ -33,8 +41,7 @@ def module_names(path: str, roots: Iterable[str] = ()) -> list[str]:
             continue
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
-    parts = [x for x in parts if x not in ("/", "\\") and not x.endswith(":")]
-    return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
+    return [x for x in parts if x not in ("/", "\\") and not x.endswith(":")]
 
 
 def diff_edit(old: str, new: str) -> tuple[int, int, int, int, str] | None:
@@ -73,7 +80,9 @@ class Workspace:
         self._sources: dict[str, ParsedSource] = {}
         self._pending: dict[str, str] = {}  # added as text, parsed when first needed
         self._indexes: dict[str, FileIndex] = {}
-        self._modules: dict[str, str] = {}
+        self._known: dict[str, None] = {}  # every path, in the order first added (ties of module names)
+        self._layout = 0  # bumped when a path comes or goes (the module map depends on nothing else)
+        self._modules: tuple[int, dict[str, str], bool] | None = None  # layout, module -> path, root is a package
         self.generation = 0
         self._changed_at: dict[str, int] = {}
         self._removed_at = 0
@@ -92,8 +101,7 @@ class Workspace:
         is_new = path not in self._pending
         self._pending[path] = text
         if is_new:
-            for name in module_names(path, self.roots):
-                self._modules.setdefault(name, path)
+            self._new_path(path)
         self.generation += 1
         self._changed_at[path] = self.generation
 
@@ -145,7 +153,8 @@ class Workspace:
             self._indexes.pop(path, None)
             self._changed_at.pop(path, None)
             self._word_cache.pop(path, None)
-            self._reindex_modules()
+            self._known.pop(path, None)
+            self._layout += 1
             self.generation += 1
             self._removed_at = self.generation
 
@@ -155,8 +164,7 @@ class Workspace:
         self._sources[path] = src
         self._indexes.pop(path, None)
         if is_new:
-            for name in module_names(path, self.roots):
-                self._modules.setdefault(name, path)
+            self._new_path(path)
         self.generation += 1
         self._changed_at[path] = self.generation
 
@@ -164,11 +172,59 @@ class Workspace:
         """The last change to any other file (or a removal)."""
         return max([self._removed_at, *(g for p, g in self._changed_at.items() if p != path)])
 
-    def _reindex_modules(self) -> None:
-        self._modules.clear()
-        for path in [*self._sources, *self._pending]:
-            for name in module_names(path, self.roots):
-                self._modules.setdefault(name, path)
+    def _new_path(self, path: str) -> None:
+        self._known[path] = None
+        self._layout += 1
+
+    def _module_map(self) -> tuple[dict[str, str], bool]:
+        """Module name -> file, and whether a root is itself a package (holds an `__init__.py`).
+
+        A file's names are its path in dots below a root (`pkg.sub.mod`), its path in dots whole (what a
+        resolved relative import names, `names.path_parts`), and each shorter tail that starts in a folder
+        without `__init__.py` (`diffusers.models.unet` of `src/diffusers/models/unet.py`; `core.utils` of a
+        namespace package's `megatron/core/utils.py`), as jedi's search path has the folders up from a file
+        that are no package. A tail that starts inside a package is no name of the file: `torch` is not
+        `thunder/torch/__init__.py`, nor `distributed` `lmdeploy/pytorch/distributed.py`. A name of several
+        files goes to the one whose name is longest (fewest folders dropped), then to the first added. A folder
+        is a package when the workspace holds its `__init__.py` or the disk does (a workspace of part of a
+        tree, as the language server's bounded index: a missing `__init__.py` must not turn a package's
+        `torch/` into the top-level `torch`)."""
+        if self._modules is not None and self._modules[0] == self._layout:
+            return self._modules[1], self._modules[2]
+        split = {p: _root_parts(p, self.roots) for p in self._known}
+        packages = {tuple(parts) for p, parts in split.items() if PurePath(p).stem == "__init__"}
+        on_disk: dict[str, bool] = {}
+
+        def package(p: str, parts: list[str], i: int) -> bool:
+            """Whether the folder that holds `parts[i:]` of file `p` is a package."""
+            if tuple(parts[:i]) in packages:
+                return True
+            pp = PurePath(p)
+            up = len(parts) - i - (0 if pp.stem == "__init__" else 1)  # folders up from the file's own
+            if not 0 <= up < len(pp.parents):
+                return False
+            folder = str(pp.parents[up])
+            hit = on_disk.get(folder)
+            if hit is None:
+                hit = on_disk[folder] = os.path.isfile(os.path.join(folder, "__init__.py"))
+            return hit
+
+        best: dict[str, tuple[int, str]] = {}
+        for p, parts in split.items():
+            whole = ".".join(path_parts(p))
+            if whole and best.get(whole, (0, ""))[0] >= 0:
+                best[whole] = (-1, p)
+            for i in range(len(parts)):
+                if i and package(p, parts, i):
+                    continue
+                name = ".".join(parts[i:])
+                have = best.get(name)
+                if have is None or have[0] > i:
+                    best[name] = (i, p)
+        out = {name: p for name, (_i, p) in best.items()}
+        root_package = () in packages or any(os.path.isfile(os.path.join(r, "__init__.py")) for r in self.roots)
+        self._modules = (self._layout, out, root_package)
+        return out, root_package
 
     # ---- queries -------------------------------------------------------------------------------------------
     def paths(self) -> list[str]:
@@ -286,10 +342,21 @@ class Workspace:
         return words
 
     def lookup_module(self, module: str) -> FileIndex | None:
-        path = self._modules.get(module)
-        if path is None and "." in module:
-            # `from pkg.mod import f` when only `mod.py` is known (no package root given)
-            path = self._modules.get(module.rsplit(".", 1)[-1])
+        """The workspace file of a module, or None: a module no file of the workspace is (torch, numpy, a
+        package installed beside it) is not looked for by a tail of its name (`torch.distributed` is not a
+        local `distributed.py`): an unresolved call gives nothing rather than a wrong target."""
+        modules, root_is_package = self._module_map()
+        path = modules.get(module)
+        if path is None and root_is_package and "." in module:
+            # scanned from inside a package: `from pkg.sub.mod import f` at the root `.../pkg/sub/`, where the
+            # files' names start below the root; only a prefix ending in a root's own folder name is dropped
+            parts = module.split(".")
+            roots = {PurePath(r).name for r in self.roots}
+            for k in range(1, len(parts)):
+                if parts[k - 1] in roots:
+                    path = modules.get(".".join(parts[k:]))
+                    if path is not None:
+                        break
         return self.index(path) if path is not None else None
 
     def __contains__(self, path: object) -> bool:
