@@ -95,7 +95,12 @@ def console() -> None:
     command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
     if command in _ONE_SHOT:
         gc.disable()
+        from denpex import startcode
+
+        startcode.install()  # the dataclasses' generated methods, compiled once (denpex.startcode)
     code = main()
+    if command in _ONE_SHOT:
+        startcode.save()
     if command not in _ONE_SHOT:
         raise SystemExit(code)  # `serve` and the rest: a normal exit (the server closes its streams)
     try:
