@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from tree_sitter import Node
 
 from denpex.source.resolve import callsites
-from denpex.source.resolve.args import bind
+from denpex.source.resolve.args import accepts, bind
 from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, positional
 from denpex.source.resolve.values import (
     GUESS_CALLERS,
@@ -68,9 +68,25 @@ class Target:
     pre: Env = EMPTY_ENV  # parameters bound before the call: `self` of an instance, a functools.partial's arguments
     skip: int = 0  # positional parameters the pre-bound arguments fill (a partial's)
     guess: str | None = None  # reached through a parameter typed at its call sites: which expression
+    role: str = ""  # "hook" (a forward hook of the instance called), "element" (of an nn.Sequential): run besides
 
 
 ModuleLookup = Callable[[str], "FileIndex | None"]
+
+
+def _fitting(ix: FileIndex, call: Node, targets: list[Target]) -> list[Target]:
+    """The targets of a call less the alternatives it cannot run: where the callee is one of several functions (a
+    factory's branches return different classes), one whose signature cannot take the call's arguments would raise
+    TypeError, so the call is not of it. Hooks and a Sequential's elements run besides the callee and are kept; a
+    partial's pre-bound keywords leave the signature open; when no alternative or every one fits, all are kept."""
+    alts = [t for t in targets if not t.role]
+    if len(alts) < 2:
+        return targets
+    unfit = {id(t) for t in alts if not any(n != "self" for n, _b in t.pre.params)
+             and not accepts(ix, call, t.func, t.skip)}
+    if not unfit or len(unfit) == len(alts):
+        return targets
+    return [t for t in targets if id(t) not in unfit]
 
 
 @dataclass
@@ -92,7 +108,7 @@ class Resolver:
         func = call.child_by_field_name("function")
         if func is None:
             return []
-        targets = self.resolve_callable(ix, func, env, depth=0)
+        targets = _fitting(ix, call, self.resolve_callable(ix, func, env, depth=0))
         out: list[Target] = []
         for t in targets:
             bound = self._bind(ix, call, t.func, env, drop_self=True, skip=t.skip)
@@ -159,7 +175,7 @@ class Resolver:
                     out.setdefault((id(t.ix), t.func.node.id), t)
             elif isinstance(v, Seq) and v.runs:
                 for t in self.targets_of(list(v.elems), f"{label}[...]"):
-                    out.setdefault((id(t.ix), t.func.node.id), t)
+                    out.setdefault((id(t.ix), t.func.node.id), replace(t, role="element"))
         return list(out.values())
 
     def instance_call(self, inst: Inst, label: str) -> list[Target]:
@@ -198,7 +214,8 @@ class Resolver:
                 if not any(isinstance(v, Inst) and v.cls is inst.cls and (
                         v.site is None or inst.site is None or v.key() == inst.key()) for v in self.values.of(f, o)):
                     continue
-                out.extend(self.targets_of(self.values.of(f, hook), f"{label} hook {f.text(hook)}"))
+                out.extend(replace(t, role="hook") for t in self.targets_of(self.values.of(f, hook),
+                                                                             f"{label} hook {f.text(hook)}"))
         return out
 
     def _hook_registrations(self, f: FileIndex) -> list[tuple[Node, Node]]:

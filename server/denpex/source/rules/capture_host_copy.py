@@ -36,10 +36,15 @@ def _to_host(w: Walk, c: CallSite) -> bool:
         return False
     rk = c.receiver_kind
     assert rk is not None
+    if rk.tensor and rk.device in ("cpu", "pinned"):
+        return False  # a host tensor's .tolist() / .numpy() / .cpu() reads host memory: nothing crosses
     if c.method in ("cpu", "to") and rk.cat != "tensor" and c.receiver is not None and (
             c.receiver.type == "identifier") and is_module_name(w, c.receiver, c.frame):
         return False  # `model.cpu()`: a module, not a tensor
-    w.report("device-to-host-copy", c.node, c.frame, [w.fixes.move_after_replay(c.stmt, c.direct)])
+    # a receiver not known to be a tensor (an unbound parameter, a value of unknown kind) may be a host tensor
+    # or a numpy array, whose .tolist() copies nothing: at most a warning
+    w.report("device-to-host-copy", c.node, c.frame, [w.fixes.move_after_replay(c.stmt, c.direct)],
+             severity=None if rk.tensor else "warning")
     return True
 
 

@@ -14,9 +14,19 @@ TIMERS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.pr
 _HAZARD = "python-side-effect"
 
 
+def _library_diagnostic(w: Walk) -> bool:
+    """Under library mode (a preset's or a glob's functions that the library's users capture) a print or a log
+    call is the library's own diagnostic: running once at capture changes nothing in the user's graph, and the
+    user who chose to capture can neither see it as theirs nor change it."""
+    ep = w.region.entry
+    return ep is not None and ep.users
+
+
 def _print(w: Walk, c: CallSite) -> bool:
     if c.qualname != "print" or any_tensor(w, c.args, c.frame):
         return False  # printing a tensor is capture-print-tensor's
+    if _library_diagnostic(w):
+        return True
     w.report(_HAZARD, c.node, c.frame, [w.fixes.move_after_replay(c.stmt, c.direct)],
              message="`print` inside a CUDA-graph capture runs once, at capture; replays never print")
     return True
@@ -25,6 +35,8 @@ def _print(w: Walk, c: CallSite) -> bool:
 def _log(w: Walk, c: CallSite) -> bool:
     if not is_log_call(c) or any_tensor(w, c.args[1:], c.frame):
         return False
+    if _library_diagnostic(w):
+        return True
     w.report(_HAZARD, c.node, c.frame, message="Logging inside a CUDA-graph capture runs once, at capture; replays "
              "log nothing")
     return True
