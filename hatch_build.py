@@ -1,4 +1,5 @@
-"""Build hook: compile the native key search (server/denpex/logs/_teddy.c) into the wheel, if it can.
+"""Build hook: compile the native key search (server/denpex/logs/_teddy.c) into the wheel, if it can;
+and parse the shipped YAML (rule book, entry-point presets) into denpex/_snapshot.pickle (denpex.snapshot).
 
 Optional by design: where there is no C compiler, the CPU is not x86-64, or the build fails, the
 wheel stays pure Python and denpex uses the aho-corasick crate's passes instead (the same answers,
@@ -22,6 +23,24 @@ from typing import Any
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCE = Path("server") / "denpex" / "logs" / "_teddy.c"
+SNAPSHOT = "_snapshot.pickle"
+
+
+def build_snapshot(root: Path, out: Path) -> Path | None:
+    """The parsed YAML written to `out` by the source tree's own loader (build-system requires PyYAML,
+    regex and fastjsonschema), or None with one line on stderr: denpex then parses at run time."""
+    env = {**os.environ, "PYTHONPATH": str(root / "server"), "DENPEX_CACHE_DIR": ""}
+    try:
+        done = subprocess.run([sys.executable, "-m", "denpex.snapshot_build", str(out)], capture_output=True,
+                              text=True, timeout=300, env=env, cwd=root)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"denpex: no rule-book snapshot ({exc}); rules are parsed at run time", file=sys.stderr)
+        return None
+    if done.returncode != 0 or not out.is_file():
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        print(f"denpex: no rule-book snapshot ({tail[0]}); rules are parsed at run time", file=sys.stderr)
+        return None
+    return out
 
 
 def compile_native(root: Path, out_dir: Path) -> Path | None:
@@ -58,11 +77,15 @@ class NativeSearchHook(BuildHookInterface):  # type: ignore[type-arg]
         root = Path(self.root)
         if version == "editable":
             built = compile_native(root, root / SOURCE.parent)  # imported from the source tree
+            build_snapshot(root, root / "server" / "denpex" / SNAPSHOT)
         else:
             self._tmp = tempfile.mkdtemp(prefix="denpex-native-")
             built = compile_native(root, Path(self._tmp))
             if built is not None:
                 build_data["force_include"][str(built)] = f"denpex/logs/{built.name}"
+            snap = build_snapshot(root, Path(self._tmp) / SNAPSHOT)
+            if snap is not None:
+                build_data["force_include"][str(snap)] = f"denpex/{SNAPSHOT}"
         if built is not None:
             build_data["pure_python"] = False
             build_data["infer_tag"] = True

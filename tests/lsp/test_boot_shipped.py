@@ -1,7 +1,7 @@
 """The answer to `initialize` shipped with the package (denpex.lsp.shipped): with an empty per-user cache
 the early start-up (lsp/boot.py) answers from it, and that answer is exactly pygls' own.
 
-pygls' answers are made in-process by the real server (shipped.pygls_answer); the client payloads are
+pygls' answers are made in-process by the real server (shipped_build.pygls_answer); the client payloads are
 real ones: the capabilities pytest-lsp recorded from VS Code 1.65, Neovim 0.6-0.11 and Emacs 29, the
 ones bench/bench_lsp.py and tests/robustness/wire.py send, and (test_nvim.py) a live Neovim's.
 """
@@ -22,7 +22,7 @@ import pytest_lsp
 from tests.robustness.wire import RawServer
 
 from conftest import SCENARIO, uri
-from denpex.lsp import shipped
+from denpex.lsp import shipped, shipped_build
 
 CLIENTS = sorted((Path(pytest_lsp.__file__).parent / "clients").glob("*.json"))
 SHIPPED = "start-up: initialize answered from the answer shipped with denpex"
@@ -45,13 +45,13 @@ def client_caps(path: Path) -> dict[str, Any]:
 
 
 def pygls_result(caps: object) -> object:
-    return shipped.pygls_answer(params(caps)).get("result")
+    return shipped_build.pygls_answer(params(caps)).get("result")
 
 
 def test_the_shipped_table_is_this_codes() -> None:
     table = json.loads(shipped.ANSWERS.read_text())
-    assert table["stamp"] == shipped.stamp(), "stale: run python -m denpex.lsp.shipped --write"
-    assert table == shipped.generate(), "stale: run python -m denpex.lsp.shipped --write"
+    assert table["stamp"] == shipped.stamp(), "stale: run python -m denpex.lsp.shipped_build --write"
+    assert table == shipped_build.generate(), "stale: run python -m denpex.lsp.shipped_build --write"
 
 
 @pytest.mark.parametrize("caps", [*(client_caps(p) for p in CLIENTS), BENCH_CAPS, WIRE_CAPS, {}],
@@ -110,7 +110,7 @@ def test_position_encoding_is_chosen_as_pygls_does(encodings: list[str]) -> None
 
 @pytest.mark.parametrize("caps", [None, {"notebookDocument": {}}, {"textDocument": {"hover": 5}}])
 def test_payloads_pygls_refuses_get_no_early_answer(caps: object) -> None:
-    assert "error" in shipped.pygls_answer(params(caps))
+    assert "error" in shipped_build.pygls_answer(params(caps))
     assert shipped.answer(params(caps)) is None
 
 

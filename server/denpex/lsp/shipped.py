@@ -5,7 +5,7 @@ ServerCapabilitiesBuilder and handlers/initialize.py): the position encoding pyg
 `general.positionEncodings`, whether `notebookDocument` is declared, whether the client pulls
 diagnostics (`textDocument.diagnostic`), and `textDocument.synchronization.willSave` /
 `willSaveWaitUntil` (absent or given). `initialize_answers.json` holds pygls' answer for every
-combination of those, made by running the server in-process (`python -m denpex.lsp.shipped --write`).
+combination of those, made by running the server in-process (`python -m denpex.lsp.shipped_build --write`).
 
 The table is used only while it belongs to this code: its stamp covers the denpex, pygls and
 lsprotocol versions and the content of every module of this package that can change what pygls
@@ -20,22 +20,17 @@ any other capability does not change pygls' answer.
 from __future__ import annotations
 
 import json
-import sys
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from cattrs import Converter
+from typing import Any
 
 Json = dict[str, object]
 
 HERE = Path(__file__).resolve().parent
 ANSWERS = HERE / "initialize_answers.json"
 # the early part and this table do not shape pygls' answer; a change to them keeps the table
-_NOT_STAMPED = frozenset({"boot.py", "shipped.py"})
+_NOT_STAMPED = frozenset({"boot.py", "shipped.py", "shipped_build.py"})
 ENCODINGS = ("utf-8", "utf-16", "utf-32")  # pygls' _SUPPORTED_ENCODINGS
-_SAVE = (None, False, True)
 
 _table: dict[str, Any] | None = None
 _loaded = False
@@ -64,10 +59,9 @@ def stamp(package: Path = HERE) -> str | None:
     if None in versions:
         return None
     crc = zlib.crc32("\0".join([__version__, *map(str, versions)]).encode())
-    files = sorted([*package.glob("*.py"), *package.glob("handlers/*.py")])
+    files = sorted(f for f in [*package.glob("*.py"), *package.glob("handlers/*.py")]
+                   if not (f.parent == package and f.name in _NOT_STAMPED))
     for f in files:
-        if f.parent == package and f.name in _NOT_STAMPED:
-            continue
         try:
             data = f.read_bytes()
         except OSError:
@@ -148,97 +142,3 @@ def answer(params: Json) -> Json | None:
         return None
     result = results[i]
     return result if isinstance(result, dict) else None
-
-
-# --- making the table (pygls imported) ----------------------------------------------------------
-
-_converter: Converter | None = None
-
-
-def pygls_answer(params: Json) -> Json:
-    """What the real server (denpex.lsp.app.create_server) answers to `initialize` with these params,
-    run in-process: its JSON-RPC message (a result or an error). One converter serves every server
-    made here (cattrs builds its hooks once per converter; pygls makes a new one per server)."""
-    global _converter
-    from denpex.lsp.app import create_server
-
-    ls = create_server()
-    if _converter is None:
-        _converter = ls.protocol._converter
-    else:
-        ls.protocol._converter = _converter
-    sent: list[bytes] = []
-
-    class Writer:
-        def write(self, data: bytes) -> None:
-            sent.append(data)
-
-        def close(self) -> None:
-            pass
-
-    ls.protocol.set_writer(Writer(), include_headers=False)
-    msg = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
-    try:
-        ls.protocol.handle_message(ls.protocol.structure_message(msg))
-    except Exception as exc:  # pygls refuses params it cannot read
-        return {"error": repr(exc)}
-    replies = [json.loads(d) for d in sent]
-    answers = [r for r in replies if r.get("id") == 1 and "method" not in r]
-    assert len(answers) == 1, replies
-    out: Json = answers[0]
-    return out
-
-
-def payload(encoding: str, notebook: bool, pull: bool, will_save: bool | None, will_save_wait: bool | None) -> Json:
-    """The smallest client capabilities with these values."""
-    caps: dict[str, Any] = {"general": {"positionEncodings": [encoding]}}
-    text: dict[str, Any] = {}
-    if pull:
-        text["diagnostic"] = {}
-    sync = {k: v for k, v in (("willSave", will_save), ("willSaveWaitUntil", will_save_wait)) if v is not None}
-    if sync:
-        text["synchronization"] = sync
-    if text:
-        caps["textDocument"] = text
-    if notebook:
-        caps["notebookDocument"] = {"synchronization": {}}
-    return caps
-
-
-def generate() -> Json:
-    results: list[object] = []
-    answers: dict[str, int] = {}
-    for enc in ENCODINGS:
-        for notebook in (False, True):
-            for pull in (False, True):
-                for ws in _SAVE:
-                    for wsw in _SAVE:
-                        caps = payload(enc, notebook, pull, ws, wsw)
-                        reply = pygls_answer({"processId": None, "rootUri": None, "capabilities": caps})
-                        result = reply.get("result")
-                        if not isinstance(result, dict):
-                            raise RuntimeError(f"pygls did not answer {caps}: {reply}")
-                        if result not in results:
-                            results.append(result)
-                        answers[key(enc, notebook, pull, ws, wsw)] = results.index(result)
-    return {"stamp": stamp(), "answers": answers, "results": results}
-
-
-def main(argv: list[str]) -> int:
-    """`--write`: remake the table; `--check`: exit 1 when the shipped table is not this code's."""
-    fresh = generate()
-    text = json.dumps(fresh, indent=1, sort_keys=True) + "\n"
-    if "--write" in argv:
-        ANSWERS.write_text(text, encoding="utf-8")
-        print(f"{ANSWERS}: {len(fresh['answers'])} client kinds, {len(fresh['results'])} answers")  # type: ignore[arg-type]
-        return 0
-    try:
-        same = json.loads(ANSWERS.read_text(encoding="utf-8")) == fresh
-    except (OSError, ValueError):
-        same = False
-    print("up to date" if same else "stale: run python -m denpex.lsp.shipped --write")
-    return 0 if same else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

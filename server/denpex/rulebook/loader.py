@@ -259,7 +259,13 @@ def _builtin_rules() -> tuple[Rule, ...]:
     # The shipped rules are schema-checked by the test suite (tests/logs/test_rulebook.py), so a
     # start-up (the language server's first diagnostics) does not pay for compiling the validator.
     # Users' rule folders are always validated.
-    files = rule_files(builtin_rules_dir())
+    from denpex import snapshot
+
+    directory = builtin_rules_dir()
+    files = rule_files(directory)
+    parsed = snapshot.rulebook(directory, files)  # parsed when the package was built, if still current
+    if parsed is not None:
+        return parsed
     return cached("rulebook", files, lambda: tuple(load_rule_file(p, validate=False) for p in files))
 
 

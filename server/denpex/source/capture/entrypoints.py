@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
 from tree_sitter import Node
 
+from denpex import snapshot
 from denpex.errors import DenpexError
 from denpex.source.capture import library
 from denpex.source.capture.regions import CaptureRegion
@@ -80,10 +80,14 @@ def _strings(v: object, where: str) -> tuple[str, ...]:
 
 def load_preset(path: Path) -> Preset:
     """One preset file; DenpexError (one line, naming the file) when it does not follow the schema."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise DenpexError(f"{path}: unreadable preset ({type(e).__name__})") from None
+    data = snapshot.yaml_data(path)  # parsed when the package was built (PyYAML costs ~0.1 s a start)
+    if data is None:
+        import yaml
+
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise DenpexError(f"{path}: unreadable preset ({type(e).__name__})") from None
     if not isinstance(data, dict) or not isinstance(data.get("framework"), str):
         raise DenpexError(f"{path}: a preset needs `framework`, `detect` and `entry_points`")
     fw = data["framework"]
