@@ -15,19 +15,16 @@ _STAR = frozenset({"list_splat_pattern", "keyword_separator"})  # `*args` / a ba
 def _slots(fn: FuncInfo) -> list[str]:
     """The names of `fn`'s parameters a positional argument can fill, in order (those before `*` / `*args`);
     read from the function's own file, not the caller's."""
-    text = fn.src.node_text
     out: list[str] = []
     params = fn.node.child_by_field_name("parameters")
     for p in params.named_children if params is not None else ():
         inner = p.named_children[0] if p.type == "typed_parameter" and p.named_child_count else p
         if inner.type in _STAR or p.type in _STAR:
             break
-        if p.type == "identifier":
-            out.append(text(p))
-        elif p.type in ("default_parameter", "typed_parameter", "typed_default_parameter"):
-            name = p.child_by_field_name("name") or (p.named_children[0] if p.named_child_count else None)
-            if name is not None and name.type == "identifier":
-                out.append(text(name))
+        if p.type in ("identifier", "default_parameter", "typed_parameter", "typed_default_parameter"):
+            name = _param_name(fn, p)
+            if name is not None:
+                out.append(name)
     return out
 
 

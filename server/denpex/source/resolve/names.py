@@ -14,6 +14,7 @@ names no module: nothing, rather than a module of the same name elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -91,12 +92,13 @@ def path_parts(path: str) -> list[str]:
     """A file's path as module parts (`pkg/sub/run.py` -> pkg, sub, run; a package's `__init__.py` is the
     package), without a drive or root: the name a resolved relative import gives a module of that folder."""
     p = PurePath(path)
-    if not p.name:
-        return []
-    parts = [x for x in p.with_suffix("").parts if x not in ("/", "\\") and not x.endswith(":")]
-    if parts and parts[-1] == "__init__":
-        parts.pop()
-    return parts
+    return module_parts(p.with_suffix("").parts) if p.name else []
+
+
+def module_parts(parts: Sequence[str]) -> list[str]:
+    """Path parts (suffix dropped) as module parts: a package's `__init__` is the package; no root or drive."""
+    out = list(parts[:-1] if parts and parts[-1] == "__init__" else parts)
+    return [x for x in out if x not in ("/", "\\") and not x.endswith(":")]
 
 
 def _folder_parts(path: str | None) -> list[str]:

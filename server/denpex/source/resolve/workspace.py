@@ -10,7 +10,7 @@ from pathlib import PurePath
 
 from denpex.source.model import TextEdit
 from denpex.source.resolve.index import FileIndex
-from denpex.source.resolve.names import path_parts
+from denpex.source.resolve.names import module_parts, path_parts
 from denpex.source.syntax.chunks import import_statements
 from denpex.source.syntax.parse import ParsedSource, parse
 
@@ -39,9 +39,7 @@ def _root_parts(path: str, roots: Iterable[str]) -> list[str]:
             break
         except ValueError:
             continue
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return [x for x in parts if x not in ("/", "\\") and not x.endswith(":")]
+    return module_parts(parts)
 
 
 def diff_edit(old: str, new: str) -> tuple[int, int, int, int, str] | None:
