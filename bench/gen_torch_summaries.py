@@ -139,7 +139,9 @@ class Summariser:
 
     def _load(self, path: Path) -> None:
         rel = path.relative_to(self.site).as_posix()
-        ix = FileIndex(str(path), parse(path.read_text(encoding="utf-8")))
+        # indexed as torch/optim/adam.py, not its absolute path: a relative import (`from .optimizer import`)
+        # resolves against the file's folder, and only the site-relative folder names the module torch.optim
+        ix = FileIndex(rel, parse(path.read_text(encoding="utf-8")))
         module = _module_of(rel)
         self.files.append(rel)
         for name in ix.classes:
