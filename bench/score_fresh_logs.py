@@ -1,7 +1,7 @@
 """Score `denpex diagnose` on a folder of real logs against its gold table (issue 22, "Must show").
 
     python bench/score_fresh_logs.py                              # tests/data/fresh40
-    python bench/score_fresh_logs.py tests/data/first_error --json /tmp/score.json
+    python bench/score_fresh_logs.py tests/data/first_error --json /tmp/score.json   # its table: no `initiating`
 
 The folder holds the logs and a ``gold.tsv`` with the columns ``file``, ``url``, ``line`` (the 1-based
 line a person names as what failed first, empty where it is not in the log), ``rank`` (empty: no
@@ -74,11 +74,13 @@ def read_gold(folder: Path) -> list[Gold]:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     out = []
     for r in rows:
-        absent = r["initiating"] == "absent"
+        # tests/data/first_error's table has no `initiating` column (an empty line there is absent) and says `note`
+        absent = r.get("initiating", "absent" if not r["line"] else "present") == "absent"
         if absent == bool(r["line"]):  # a present log needs its line, an absent one has none
             raise ValueError(f"{r['file']}: initiating={r['initiating']} but line={r['line']!r}")
         out.append(Gold(r["file"], r["url"], int(r["line"]) if r["line"] else None,
-                        int(r["rank"]) if r["rank"] else None, r["why"], r.get("set", "held-out") != "tuned"))
+                        int(r["rank"]) if r["rank"] else None, r.get("why", r.get("note", "")),
+                        r.get("set", "held-out") != "tuned"))
     return out
 
 

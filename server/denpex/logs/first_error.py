@@ -11,7 +11,7 @@ ERROR shard-manager:`` ...), and a candidate is, by kind:
   ``raise`` line (any name: ``torch._dynamo.exc.Unsupported:``); C++'s ``what():``; Rust/Go panics;
 * ``status``: an absl/XLA status code opening the message (``INTERNAL:``, ``INVALID_ARGUMENT:`` ...);
 * ``assertion``: ``Assertion ... failed``, ``X_ASSERT(...) failed``, ``Check failed``, ``RET_CHECK
-  failure``, ``Failed:`` opening a message;
+  failure``, ``Failed:`` opening a message with a source position (``Failed: Cuda error x.cuh:368 '...'``);
 * ``signal``: Segmentation fault, SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGABRT, ``Fatal Python error``,
   ``signal N`` (9 and 15 are a kill: collateral);
 * ``error-code``: the word error with a number (``error 222``, ``Error: 222``, ``... error ... (700)``),
@@ -45,6 +45,7 @@ from denpex.logs import native, scanner
 from denpex.logs.attribution import Attribution, attribute, strip_prefixes
 from denpex.logs.bytecount import Buffer
 from denpex.logs.matcher import Hit, Matcher
+from denpex.logs.normalise import clean, decode
 from denpex.logs.ranks import fill
 from denpex.logs.scanner import LineHit, ScanStats, Window, iter_line_hits
 from denpex.logs.timestamps import last_stamp
@@ -127,8 +128,11 @@ _PANIC = re.compile(r"^thread '[^'\n]{0,80}' panicked at |^panic: ")
 _STATUS = re.compile(r"^(?:INTERNAL|INVALID_ARGUMENT|FAILED_PRECONDITION|RESOURCE_EXHAUSTED|UNIMPLEMENTED|"
                      r"UNAVAILABLE|DEADLINE_EXCEEDED|ABORTED|NOT_FOUND|OUT_OF_RANGE|DATA_LOSS|UNKNOWN|"
                      r"PERMISSION_DENIED|UNAUTHENTICATED|ALREADY_EXISTS):\s")
+# "Failed:" opens a check macro's report only with the failing source position after it (vLLM's and NCCL's
+# CUDACHECK: "Failed: Cuda error <file>:<line> '<message>'"); a status word without one is a script's echo
+# ("FAILED: done at <date>") or ninja's failed build step ("FAILED: obj.o", the compiler's error follows)
 _ASSERT = re.compile(r"\bAssertion\b.{0,2000}?\bfailed\b|\b[A-Z][A-Z0-9_]*ASSERT\w*\s*\(.{0,2000}\)\s*failed\b"
-                     r"|\bCheck failed\b|\bRET_CHECK failure\b|^Failed:\s|^FAILED:\s")
+                     r"|\bCheck failed\b|\bRET_CHECK failure\b|^(?:Failed|FAILED):\s.{0,300}?\S\.\w{1,5}:\d{1,6}\b")
 _SIGNAL = re.compile(r"\bSegmentation fault\b|\bSIG(?:SEGV|BUS|ILL|FPE|ABRT)\b|^Fatal Python error\b"
                      r"|\b[Ss]ignal (?P<num>\d{1,2})\b|\bBus error\b|\bIllegal instruction\b"
                      r"|\bFloating point exception\b|\bAborted\s+\(core dumped\)|\bMPI_ABORT was invoked\b|\bcalled MPI_Abort\b")
@@ -505,6 +509,7 @@ class _Collector:
         self.done = False
         self.first_line: int | None = None  # the first line seen (a range's: first_error_ranges)
         self.skip_from_first = False  # a quiet chunk before first_line still gives its first line with a key
+        self.here: tuple[int, str, Window, int] | None = None  # the line being read: its number, text, window, start
 
     def on_line(self, line_no: int, text: str, hits: list[Hit], who: Attribution, window: Window,
                 start: int) -> None:
@@ -512,6 +517,7 @@ class _Collector:
             self.first_line = line_no
         if self.done:
             return
+        self.here = (line_no, text, window, start)
         who = fill(who, self.base)
         if self.open:
             self._close_blocks(line_no, window, start)
@@ -575,6 +581,8 @@ class _Collector:
             if c is None:
                 return
             self.reported_by = None
+        if c.who.rank is None and self.here is not None:
+            c.who = _trailing_rank(c, *self.here)
         self.found, self.pending, self.done = c, None, True
 
     def _close_blocks(self, line_no: int, window: Window, start: int) -> None:
@@ -608,6 +616,47 @@ class _Collector:
             return FirstError(None, self.collateral) if self.collateral else None
         frames = frames_before([*f.context, (f.line, f.text)], f.who.rank, f.who.local_rank) if f.context else []
         return FirstError(f, self.collateral, frames, self.reported_by)
+
+
+# TGI's launcher logs with tracing's compact format, which writes the span's fields after the message: a
+# shard's stderr or traceback forwarded as one record ends in a newline, so " rank=N" stands alone on the
+# line after the record's last line ("ValueError: ...", then " rank=0"). Its lines before carry no rank.
+_TRAILING_RANK = re.compile(r"\s?rank=(?P<rank>\d{1,6})\s*")
+_RECORD_START = re.compile(r"\s*\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d")  # a new record's timestamp ends the record
+TAIL_LINES = EVENT_SPAN  # lines after the answer in which the record's trailing rank field is looked for
+
+
+def _trailing_rank(c: Candidate, line_no: int, text: str, window: Window, start: int) -> Attribution:
+    """c's attribution with the rank of a trailing ``rank=N`` line that closes c's record, looked for in
+    the lines after c that the window holds (the line being read is at `start`, `line_no`; no more is read).
+    Its evidence counts lines from c, not line numbers: a range's numbers are shifted after it (ranges)."""
+    after = [(n, t) for n, t in window.lines_before(start, line_no - c.line) if n > c.line]
+    if line_no > c.line:
+        after.append((line_no, text))
+    n = line_no
+    pos = _next_start(window, start)
+    while pos is not None and len(after) < TAIL_LINES:  # the chunk's lines after the one being read
+        end = window.cur.find(b"\n", pos, window.cur_end)
+        n += 1
+        after.append((n, decode(window.cur[pos : (end if end >= 0 else window.cur_end)][:4000])))
+        pos = end + 1 if 0 <= end < window.cur_end - 1 else None
+    for n, t in after[:TAIL_LINES]:
+        t = clean(t)
+        m = _TRAILING_RANK.fullmatch(t)
+        if m is not None:
+            w = c.who
+            return Attribution(rank=int(m.group("rank")), local_rank=w.local_rank, node=w.node, process=w.process,
+                               device=w.device, evidence=[*w.evidence, f"the trailing rank={m.group('rank')} field {_lines(n - c.line)} "
+                                                          "after it, which ends its record (TGI's launcher)"])
+        if _RECORD_START.match(t):
+            break
+    return c.who
+
+
+def _next_start(window: Window, start: int) -> int | None:
+    """The start of the line after the one at `start` in the window's current chunk, None at its end."""
+    nl = window.cur.find(b"\n", start, window.cur_end)
+    return nl + 1 if 0 <= nl < window.cur_end - 1 else None
 
 
 def _repeats(later: str, first: str) -> bool:
