@@ -1,7 +1,7 @@
 """GPU check behind two verdicts of verdicts.tsv (torchao, compile-output-overwritten): is the first output of a
 reduce-overhead compiled function still readable after a second call, (a) with no autograd, as in
 test_quantize_2d.py:339-343, and (b) when the forward's output needs a backward that has not run, as in
-test_nvfp4_linear.py:207-217? Prints one line per case: ok (equal) or the error raised.
+test_nvfp4_linear.py:207-217 (also with its compiled-autograd warm-up)? Prints one line per case: ok (equal) or the error raised.
 
     python bench/ecosystem/gpu_check_compile_overwrite.py     # needs a CUDA GPU and torch
 """
@@ -48,7 +48,43 @@ def case(name: str, grad: bool) -> None:
         print(f"{name}: at {stage}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
 
+def case_compiled_autograd(name: str) -> None:
+    """test_nvfp4_linear.py:195-217 as written there, with a bf16 nn.Linear for NVFP4Linear: warm-up of forward
+    and backward under compiled autograd, then r1 = f(x), r2 = f(x) with no backward between (r1 and r2 still
+    need one), and the same with a second input to see whether r1 keeps its own values."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(256, 128, bias=False).cuda().to(torch.bfloat16)
+    x = torch.randn(64, 256, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    x2 = torch.randn(64, 256, dtype=torch.bfloat16, device="cuda", requires_grad=True)
+    f = torch.compile(layer, mode="reduce-overhead", fullgraph=True)
+    bwd = torch.compile(fullgraph=True, mode="reduce-overhead")
+    stage = "warm-up under compiled autograd"
+    try:
+        for _ in range(3):
+            with torch._dynamo.compiled_autograd._enable(bwd):
+                out = f(x)
+                out.sum().backward()
+        del out
+        stage = "r1, r2 = f(x), f(x)"
+        r1 = f(x)
+        r2 = f(x)
+        torch.testing.assert_close(r1, r2)
+        same = r1.data_ptr() == r2.data_ptr()
+        del r1, r2
+        stage = "r1, r2 = f(x), f(x2)"
+        with torch.no_grad():
+            want = layer(x)
+        r1 = f(x)
+        r2 = f(x2)
+        print(f"{name}: tests' pattern passes (r1 and r2 share storage: {same}); with x2: r1 shares r2's storage: "
+              f"{r1.data_ptr() == r2.data_ptr()}, r1 still equals f(x): {torch.allclose(r1, want)}")
+    except Exception as exc:
+        print(f"{name}: at {stage}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+
+
 if __name__ == "__main__":
     print("torch", torch.__version__, torch.cuda.get_device_name())
     case("no-grad (test_quantize_2d.py)", grad=False)
     case("pending-backward (test_nvfp4_linear.py)", grad=True)
+    case_compiled_autograd("pending-backward, compiled autograd warm-up as in test_nvfp4_linear.py")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from denpex.source.engine.analyse import analyse_workspace
 from denpex.source.resolve.workspace import Workspace
 
@@ -218,6 +220,26 @@ def test_a_call_with_splats_decides_nothing(tmp_path: Path) -> None:
     main = DEFAULT_MAIN.format(calls="        y = run(*[x])")
     found = _findings(tmp_path, {"main.py": main, "lib.py": DEFAULT_LIB})
     assert {f for f in found if f[2] == "capture-host-copy"}, found
+
+
+UNTYPED_LIB = DEFAULT_LIB.replace("def run(x, n=None):\n    n_all = x.size(0)",
+                                  "def run(x, mt, n=None):\n    n_all = {size}")
+UNTYPED_MAIN = DEFAULT_MAIN.format(calls="        y = run(x, mt)").replace("def test_graph():",
+                                                                          "def test_graph(mt):")
+
+
+@pytest.mark.parametrize("size", ["mt.w1.size(0)", "mt.w1.shape[0]", "len(mt.names)", "mt.w1.numel() + 1"])
+def test_a_size_of_an_untyped_object_is_never_none(tmp_path: Path, size: str) -> None:
+    # the case as vLLM writes it: `num_experts = moe_tensors.w1.size(0)`, moe_tensors not typed
+    lib = UNTYPED_LIB.replace("{size}", size)
+    found = _findings(tmp_path, {"main.py": UNTYPED_MAIN, "lib.py": lib})
+    assert not {f for f in found if f[2] == "capture-host-copy"}, found
+
+
+def test_an_untyped_attribute_may_be_none_and_decides_nothing(tmp_path: Path) -> None:
+    lib = UNTYPED_LIB.replace("{size}", "mt.count")
+    found = _findings(tmp_path, {"main.py": UNTYPED_MAIN, "lib.py": lib})
+    assert ("lib.py", 5, "capture-host-copy", "error") in found, found
 
 
 # flashinfer quantization/kernels/nvfp4_quantize.py:2262: `if isinstance(s, torch.Tensor): ... else:

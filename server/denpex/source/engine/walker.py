@@ -283,7 +283,9 @@ class CaptureWalker:
             return _NOT_NONE
         if depth > _FOLD_DEPTH:
             return _UNKNOWN
-        if node.type != "identifier":  # a call, an attribute...: what its kind says
+        if node.type != "identifier":  # a call, an attribute...: what its shape or kind says
+            if _never_none(frame.ix, node):
+                return _NOT_NONE
             return _NOT_NONE if self.kind(node, frame).cat in _NOT_NONE_KINDS else _UNKNOWN
         name = frame.ix.text(node)
         default = next((d for n, d in frame.defaulted if n == name), None)
@@ -490,6 +492,37 @@ class CaptureWalker:
             elif n.type == "binary_operator":
                 stack.extend(reversed(n.named_children))
         return False
+
+
+# Values that are never None whatever their receiver's type: arithmetic and comparisons, builtins that build a
+# value, and a tensor's size queries (`n == w.size(0)` with n=None is False even where `w` is not typed: vLLM's
+# `with_ep = n is not None or n == num_experts` in tests/kernels/moe/test_cutlass_moe.py)
+_VALUE_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "tuple", "list", "dict", "set", "range", "abs",
+                             "round", "sum", "isinstance", "hasattr", "callable"})
+_SIZE_METHODS = frozenset({"size", "numel", "dim", "nelement", "element_size", "stride"})
+_SIZE_ATTRS = frozenset({"shape", "ndim"})
+
+
+def _never_none(ix: FileIndex, node: Node) -> bool:
+    if node.type in ("binary_operator", "comparison_operator", "not_operator", "unary_operator", "list", "tuple",
+                     "dictionary", "set", "list_comprehension", "concatenated_string"):
+        return True
+    if node.type == "subscript":  # `w.shape[0]`
+        value = node.child_by_field_name("value")
+        return value is not None and value.type == "attribute" and ix.text(value).rsplit(".", 1)[-1] in _SIZE_ATTRS
+    if node.type == "attribute":
+        return ix.text(node).rsplit(".", 1)[-1] in _SIZE_ATTRS
+    if node.type != "call":
+        return False
+    fn = node.child_by_field_name("function")
+    if fn is None:
+        return False
+    if fn.type == "identifier":  # a builtin only where nothing in the file rebinds its name
+        if ix.text(fn) not in _VALUE_BUILTINS:
+            return False
+        bound, _scope, is_param = ix.lookup(ix.text(fn), node)
+        return bound is None and not is_param
+    return fn.type == "attribute" and ix.text(fn).rsplit(".", 1)[-1] in _SIZE_METHODS
 
 
 def _defaulted(ix: FileIndex, fn: FuncInfo, env: Env, pre: Env, call: Node | None) -> tuple[tuple[str, Node], ...]:
