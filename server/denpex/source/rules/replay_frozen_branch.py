@@ -6,24 +6,29 @@ Error where the change is shown: the value is assigned inside a loop that replay
 a function that calls `.replay()`) and does not capture again for the new value. Warning where a method of the
 class sets `self.<attr>` outside its constructor (it may be called between replays).
 
-Code fix (unsafe), only for the narrow shape of _frozen_branch_fix.py: the flag becomes a 0-dim device tensor the
-graph reads (`torch.where(flag_t, a, b)`, `flag_t.fill_(flag)` after every host write)."""
+Code fixes (unsafe), each only for its narrow shape: the flag becomes a 0-dim device tensor the graph reads
+(`torch.where(flag_t, a, b)`, `flag_t.fill_(flag)` after every host write; _frozen_branch_fix.py), or one graph
+per value of the flag is kept in a dict and captured the first time the value is seen (_recapture_fix.py)."""
 
 from __future__ import annotations
 
 from tree_sitter import Node
 
+from denpex.source.model import Fix
 from denpex.source.resolve.callgraph import Binding
 from denpex.source.rules._api import Frame, Hazard, SourceRule, Walk
 from denpex.source.rules._frozen import (
     Write,
     attribute_writes,
+    enclosing_loops,
     graphed_names,
     method_calls,
     name_writes,
+    recaptures,
     where,
 )
 from denpex.source.rules._frozen_branch_fix import branch_fix
+from denpex.source.rules._recapture_fix import recapture_fix
 from denpex.source.syntax.parse import strip_parens
 
 _HAZARD = "frozen-branch"
@@ -73,7 +78,8 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
         writes = [x for x in writes if own is None or not (x.ix is ix and own.start_byte <= x.node.start_byte
                                                            < own.end_byte)]
         cls = frame.func.class_name if frame.func is not None else None
-        shown = [x for x in writes if x.in_replay_loop or _before_a_replay(w, x)]
+        word = attr
+        shown = [x for x in writes if x.in_replay_loop or _before_a_replay(w, x, word)]
         maybe = [x for x in writes if not x.in_replay_loop and x.self_write and cls is not None and
                  x.ix is ix and _class_of(x) == cls]
     else:
@@ -81,14 +87,19 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
         if found is None:
             return
         label, writes = found
-        shown = [x for x in writes if x.in_replay_loop or _before_a_replay(w, x)]
+        word = label
+        shown = [x for x in writes if x.in_replay_loop or _before_a_replay(w, x, word)]
         maybe = [x for x in writes if not x.in_replay_loop and x.method is not None and x.ix is ix and
                  _is_global_write(x)]
-    maybe = [x for x in maybe if not _scoped(x)]
+    maybe = [x for x in maybe if not _scoped(x) and not _recaptured(x, word)]
+
+    def fixes() -> list[Fix | None]:
+        return [branch_fix(w, subj, frame), _recapture(w, subj, frame)]
+
     if shown:
         x = shown[0]
         when = "between replays" if x.in_replay_loop else "after the capture, before a replay"
-        w.report(_HAZARD, subj, frame, [branch_fix(w, subj, frame)], message=(
+        w.report(_HAZARD, subj, frame, fixes(), message=(
             f"`{label}` decides this branch when the graph is captured; {where(x.ix, x.node)} changes it "
             f"{when}, and every replay keeps the branch taken at capture (silently wrong)"))
     elif maybe:
@@ -101,14 +112,14 @@ def _condition(w: Walk, cond: Node, frame: Frame, if_stmt: Node | None, ternary:
             looped = [c for c in calls if c.in_replay_loop]
             if looped:
                 c = looped[0]
-                w.report(_HAZARD, subj, frame, [branch_fix(w, subj, frame)], message=(
+                w.report(_HAZARD, subj, frame, fixes(), message=(
                     f"`{label}` decides this branch when the graph is captured; {x.method}() at "
                     f"{where(c.ix, c.node)} changes it between replays (it sets it at {where(x.ix, x.node)}), "
                     "and every replay keeps the branch taken at capture (silently wrong)"))
                 return
             if n:
                 return
-        w.report(_HAZARD, subj, frame, [branch_fix(w, subj, frame)], severity="warning", message=(
+        w.report(_HAZARD, subj, frame, fixes(), severity="warning", message=(
             f"`{label}` decides this branch when the graph is captured; {x.method}() sets it at "
             f"{where(x.ix, x.node)}: if that runs between replays, they keep the branch taken at capture "
             "(may be silently wrong)"))
@@ -135,12 +146,35 @@ def _host_only(if_stmt: Node) -> bool:
     return bool(stmts) and all(c.type in ("raise_statement", "pass_statement") for c in stmts)
 
 
-def _before_a_replay(w: Walk, x: Write) -> bool:
+def _recapture(w: Walk, subj: Node, frame: Frame) -> Fix | None:
+    """The re-capture fix for the value the condition tests: `self.<attr>`, or the name it reads where it is
+    bound (a parameter followed to the argument the capture passes)."""
+    ix, env, node = frame.ix, frame.env, subj
+    if subj.type == "identifier":
+        for _ in range(_MAX_BINDING_HOPS):
+            b: Binding | None = env.get(ix.text(node))
+            if b is None:
+                break
+            node, ix, env = strip_parens(b.node), b.ix, b.env
+            if node.type != "identifier":
+                return None
+    return recapture_fix(w.region, w.resolver, node, ix)
+
+
+def _recaptured(x: Write, word: str) -> bool:
+    """`x` is in a loop that captures again when the value (`word`) differs (`if flag not in graphs:` and a capture
+    under it): the replays that follow it are that value's own graph."""
+    return any(recaptures(x.ix, lp, set(), word) for lp in enclosing_loops(x.node))
+
+
+def _before_a_replay(w: Walk, x: Write, word: str) -> bool:
     """`x` is in the capture's own scope, after the capture, and a replay of its graph follows it there
-    (`freeze = True` then `g.replay()`)."""
+    (`freeze = True` then `g.replay()`), in no loop that captures again for the new value (`word`)."""
     region = w.region
     g = region.graph_name
     if g is None or x.ix is not region.ix or x.node.start_byte < region.end_byte:
+        return False
+    if _recaptured(x, word):
         return False
     ix = region.ix
     scope = ix.scope_of(region.anchor).node

@@ -1,5 +1,9 @@
 """replay-frozen-python-scalar (DPX303): a Python scalar read by the capture and changed afterwards: the graph
-baked its value at capture; replays never see the change."""
+baked its value at capture; replays never see the change.
+
+Code fixes (unsafe): the static buffer (a 0-dim device tensor updated with fill_()), and, where the value takes
+few hashable values, one graph per value in a dict (_recapture_fix.py). A replay of a graph taken from a dict
+keyed by the value (`g, out = graphs[k]`) replays that value's own capture and is not reported."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from denpex.source.fixes import edits as F
 from denpex.source.model import Fix
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
+from denpex.source.rules._recapture_fix import all_keyed, recapture_fix
 
 _HAZARD = "python-scalar-baked"
 
@@ -25,10 +30,13 @@ def _baked(scan: RegionScan) -> None:
         if name not in side.inputs_q or side.kind_cat(node) != "scalar":
             continue
         later = union([side.followed("rebind", [name]), side.followed("aug", [name])])
+        if later and region.graph_name is not None and all_keyed(
+                region.ix, [r for r in side.replays if r.start_byte > region.end_byte], region.graph_name, name):
+            continue  # each value replays its own graph
         if later and (_HAZARD, later[0].id) not in side.seen:
             side.seen.add((_HAZARD, later[0].id))
-            fx = _scalar_fix(region, name, later)
-            scan.sink(Hit(_HAZARD, region.ix, later[0], region, (), [fx] if fx else []))
+            fixes = [_scalar_fix(region, name, later), recapture_fix(region, scan.resolver, node, region.ix)]
+            scan.sink(Hit(_HAZARD, region.ix, later[0], region, (), [fx for fx in fixes if fx is not None]))
 
 
 _COUNTERS = ("range", "enumerate")
@@ -50,12 +58,15 @@ def _loop_counter(scan: RegionScan) -> None:
         if p.type == "for_statement" and not side.recaptured_in(p):
             for name in _counter_names(ix, p):
                 read = side.inputs.get(name)
-                if read is None or _host_only(ix, read, a) or not any(
-                        r.start_byte > a.end_byte and r.start_byte < p.end_byte for r in side.replays):
+                looped = [r for r in side.replays if a.end_byte < r.start_byte < p.end_byte]
+                if read is None or _host_only(ix, read, a) or not looped:
                     continue
+                if region.graph_name is not None and all_keyed(ix, looped, region.graph_name, name):
+                    continue  # each value of the counter replays its own graph
                 if (_HAZARD, read.id) not in side.seen:
                     side.seen.add((_HAZARD, read.id))
-                    scan.sink(Hit(_HAZARD, ix, read, region, (), []))
+                    fx = recapture_fix(region, scan.resolver, read, ix)
+                    scan.sink(Hit(_HAZARD, ix, read, region, (), [fx] if fx is not None else []))
         p = p.parent
 
 
