@@ -26,7 +26,9 @@ def build(out: Path) -> int:
     files = rule_files(rules_dir)
     # as loader._builtin_rules parses them (validated by the test suite, tests/logs/test_rulebook.py)
     rules = [(f.relative_to(rules_dir).as_posix(), load_rule_file(f, validate=False)) for f in files]
-    entries: dict[str, tuple[str, Any]] = {"rulebook": (rulebook_digest(rules_dir, files), rules)}
+    # the rules pickled apart: a start unpickles them only once their digest is found current
+    entries: dict[str, tuple[str, Any]] = {
+        "rulebook": (rulebook_digest(rules_dir, files), pickle.dumps(rules, protocol=pickle.HIGHEST_PROTOCOL))}
     for p in sorted(PRESETS.glob("*.yaml")):
         # as source/capture/entrypoints.load_preset parses them
         entries[f"yaml:{p.relative_to(PACKAGE).as_posix()}"] = (

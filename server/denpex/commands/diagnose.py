@@ -120,7 +120,6 @@ def _stdin(args: argparse.Namespace) -> int:
 
 
 def _one_file(args: argparse.Namespace, src: LogSource) -> int:
-    from denpex.logs.control import first_divergence
     from denpex.logs.parallel import (
         BIG_FILE,
         current_book,
@@ -148,6 +147,8 @@ def _one_file(args: argparse.Namespace, src: LogSource) -> int:
     if show_progress:
         sys.stderr.write("\r\x1b[K")
     if args.control and d.verdict is not None:
+        from denpex.logs.control import first_divergence  # --control only
+
         d.verdict.first_divergence = first_divergence(src.path, args.control, d.verdict.finding.line)
     _emit_one(d, args, summary)
     return 1 if d.verdict is not None else 0
@@ -155,7 +156,6 @@ def _one_file(args: argparse.Namespace, src: LogSource) -> int:
 
 def _emit_one(d: Diagnosis, args: argparse.Namespace, summary: dict[str, Any]) -> None:
     from denpex.logs.merge import stamp_host
-    from denpex.logs.render import render_markdown, render_text
 
     if args.format == "json":
         # a copy with JSON's types (render_json's value), through the C encoder: render_json
@@ -169,8 +169,12 @@ def _emit_one(d: Diagnosis, args: argparse.Namespace, summary: dict[str, Any]) -
         doc["files"] = [summary]
         sys.stdout.write(dumps_report(doc) + "\n")
     elif args.format == "markdown":
+        from denpex.logs.render import render_markdown  # not on the JSON path (textwrap, report)
+
         sys.stdout.write(render_markdown(d))
     else:
+        from denpex.logs.render import render_text
+
         colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
         sys.stdout.write(render_text(d, colour=colour))
     sys.stdout.flush()

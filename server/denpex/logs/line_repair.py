@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import cache
 from typing import TYPE_CHECKING
 
 import regex
@@ -200,13 +201,15 @@ def _interleaved_terminate(matcher: Matcher, lh: LineHit, window: Window, start:
     return LineHit(lh.line, lh.text, hits, lh.who, lh.offset)
 
 
-# a piece written twice in a row (8 to 200 characters)
-_REPEAT = regex.compile(r"(.{8,200}?)\1+")
+@cache
+def _repeat() -> regex.Pattern[str]:
+    """A piece written twice in a row (8 to 200 characters); compiled where first needed, not at import."""
+    return regex.compile(r"(.{8,200}?)\1+")
 
 
 def _collapse(text: str) -> str:
     try:
-        return str(_REPEAT.sub(r"\1", text[:MAX_JOIN], timeout=0.05))
+        return str(_repeat().sub(r"\1", text[:MAX_JOIN], timeout=0.05))
     except TimeoutError:
         return text
 

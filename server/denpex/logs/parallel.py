@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -136,6 +135,8 @@ class _ForkResult:
         """Stop the child (its result is not needed) and reap it."""
         if self.done:
             return
+        import signal  # here: only a first-error pass that stops later ranges needs it (0.4 ms of a start)
+
         self.done = True
         with contextlib.suppress(OSError):
             os.kill(self.pid, signal.SIGKILL)

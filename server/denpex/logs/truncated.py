@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import zlib
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import ahocorasick_rs
@@ -34,8 +35,13 @@ MIN_REGEX_HEAD = 24  # a regex signature's literal head is a known message only 
 HEAD = 8  # a message's first characters, searched for in a line: where a message can start
 MAX_CANDIDATES = 48  # more known messages start with a cut than this: it says nothing
 MAX_READINGS = 4  # distinct completions that may share one rule, for the rule-only answer
-# what excerpts put where they cut a line: an ellipsis, "[...]", "(truncated)"
-_CUT_MARK = regex.compile(r"(?:\s*(?:\.\.\.|…|\[\.\.\.\]|\[…\]|\((?:truncated|cut)\)|\[truncated\]))+\s*$")
+
+
+@cache
+def _cut_mark() -> regex.Pattern[str]:
+    """What excerpts put where they cut a line: an ellipsis, "[...]", "(truncated)". Compiled where first
+    needed (0.6 ms of every start at import)."""
+    return regex.compile(r"(?:\s*(?:\.\.\.|…|\[\.\.\.\]|\[…\]|\((?:truncated|cut)\)|\[truncated\]))+\s*$")
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,7 @@ class Table:
         """
         if self.heads is None:
             return []
-        m = _CUT_MARK.search(text, max(0, len(text) - 64))
+        m = _cut_mark().search(text, max(0, len(text) - 64))
         end = len(text.rstrip()) if m is None else m.start()
         lo = max(0, end - self.longest - HEAD)
         starts = sorted({lo + s for _i, s, _e in self.heads.find_matches_as_indexes(text[lo:end], overlapping=True)})

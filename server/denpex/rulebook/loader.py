@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -212,11 +213,37 @@ def load_rule_file(path: Path, *, validate: bool = True) -> Rule:
 
 
 def rule_files(directory: Path) -> list[Path]:
+    """The .yaml/.yml files under directory, sorted as Paths sort (part by part).
+
+    What sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+    gives, walked with os.scandir: the pathlib walk cost 1-3 ms of every start (the built-in book's
+    118 files are listed to check the snapshot). As there, folders behind a symlink are not entered,
+    a symlink to a file counts, and an unreadable folder is skipped."""
     if not directory.is_dir():
         raise RuleBookError(f"{directory}: rules folder not found")
-    return sorted(
-        p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
-    )
+    found: list[tuple[str, ...]] = []
+
+    def walk(path: str, parts: tuple[str, ...]) -> None:
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except PermissionError:
+            return
+        for e in entries:
+            name = e.name
+            dot = name.rfind(".")  # Path.suffix: the last dot, not the first or last character
+            if 0 < dot < len(name) - 1 and name[dot:] in (".yaml", ".yml") and os.path.isfile(e.path):
+                found.append((*parts, name))
+            try:
+                sub = e.is_dir() and not e.is_symlink()
+            except OSError:
+                sub = False
+            if sub:
+                walk(e.path, (*parts, name))
+
+    walk(os.fspath(directory), ())
+    found.sort()  # Paths under one folder compare by their parts
+    return [directory.joinpath(*parts) for parts in found]
 
 
 @dataclass
