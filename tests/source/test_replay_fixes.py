@@ -383,3 +383,34 @@ for _ in range(4):
     scaler.step(opt)
     scaler.update()
 """)
+
+
+# The static-buffer fix of replay-frozen-python-scalar (DPX303) makes the scalar a 0-dim device tensor: right
+# where the captured code does arithmetic with it, wrong where an op needs a Python int (torch.roll's shift,
+# a slice, a count), which would no longer capture, or where a called function reads it
+SCALAR_CASE = """\
+import torch
+
+x = torch.randn(16, device="cuda")
+k = 2
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    out = {use}
+k = 3
+g.replay()
+"""
+STATIC = "Static buffer: keep the scalar in a 0-dim device tensor and update it in place (fill_())"
+
+
+@pytest.mark.parametrize("use", ["x * k", "x * k + 1", "(x - k) / 2"])
+def test_the_static_buffer_is_offered_for_arithmetic_in_the_capture(use: str) -> None:
+    out = only_fix(SCALAR_CASE.format(use=use), STATIC, "replay-frozen-python-scalar")
+    assert 'k = torch.full((), 2, device="cuda")' in out and "k.fill_(3)" in out
+
+
+@pytest.mark.parametrize("use", ["torch.roll(x, shifts=k)", "x[:k]", "x.repeat(k)", "torch.ones(k, device='cuda')",
+                                 "x * int(k)"])
+def test_no_static_buffer_where_an_op_needs_a_python_int(use: str) -> None:
+    found = analyse_source(SCALAR_CASE.format(use=use), "t.py")
+    assert [f for f in found if f.rule == "replay-frozen-python-scalar"], found  # still reported
+    assert not fixes_titled(found, STATIC), found

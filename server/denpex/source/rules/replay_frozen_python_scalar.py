@@ -17,6 +17,7 @@ from denpex.source.model import Fix
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Around, Hazard, RegionScan, SourceRule
 from denpex.source.rules._recapture_fix import all_keyed, recapture_fix
+from denpex.source.syntax.mentions import identifiers
 
 _HAZARD = "python-scalar-baked"
 
@@ -111,6 +112,8 @@ def _scalar_fix(region: CaptureRegion, name: str, later: list[Node]) -> Fix | No
         assign.start_byte >= region.anchor.start_byte or any(n.id == assign.stmt.id for n in later)
     ):
         return None
+    if not _tensor_safe_reads(region, name, assign.stmt, later):
+        return None
     t = F.torch_alias(ix)
     edits = [F.replace_node(ix, assign.value, f'{t}.full((), {ix.text(assign.value)}, device="cuda")')]
     for n in later:
@@ -127,6 +130,46 @@ def _scalar_fix(region: CaptureRegion, name: str, later: list[Node]) -> Fix | No
             edits.append(F.replace_node(ix, n, f"{name}.{meth}({ix.text(right)})"))
     return F.fix("Static buffer: keep the scalar in a 0-dim device tensor and update it in place (fill_())", "unsafe",
                  edits)
+
+
+_ARITH = frozenset({"+", "-", "*", "/"})
+_EXPR_UP = frozenset({"binary_operator", "parenthesized_expression", "unary_operator"})
+
+
+def _tensor_safe_reads(region: CaptureRegion, name: str, first: Node, later: list[Node]) -> bool:
+    """Every read of `name` in its scope is an operand of + - * /, and in the capture an expression assigned or
+    returned whole: a 0-dim device tensor then computes the same. An int an op takes as a count or shift
+    (`torch.roll(x, shifts=k)`, `x[:k]`, `range(k)`), a read by a called function or by other host code would
+    break or change (the scalar fix is not offered there; re-capture per value may be)."""
+    ix = region.ix
+    scope = ix.scope_of(region.anchor).node
+    own = {first.id, *(n.id for n in later)}
+    inside = [(s.start_byte, s.end_byte) for s in region.stmts]
+    reads = 0
+    for m in identifiers(ix, name, scope.start_byte, scope.end_byte):
+        st = m
+        while st.parent is not None and st.type not in ("assignment", "augmented_assignment", "expression_statement",
+                                                          "return_statement"):
+            st = st.parent
+        if st.id in own:
+            continue  # a write of the value, or its right side (`k = k + 1`: the fix's fill_ keeps that host value)
+        p = m.parent
+        if p is None or p.type != "binary_operator":
+            return False
+        op = p.child_by_field_name("operator")
+        if op is None or ix.text(op) not in _ARITH:
+            return False
+        if not any(a <= m.start_byte < b for a, b in inside):
+            continue  # host arithmetic after the capture (`x * scale` to check a result) computes with the tensor
+        while p.parent is not None and p.parent.type in _EXPR_UP:
+            p = p.parent
+        holder = p.parent
+        if holder is None or holder.type not in ("assignment", "return_statement", "expression_statement"):
+            return False
+        if holder.type == "assignment" and holder.child_by_field_name("right") != p:
+            return False
+        reads += 1
+    return reads > 0
 
 
 RULE = SourceRule(
