@@ -73,8 +73,11 @@ def diff_edit(old: str, new: str) -> tuple[int, int, int, int, str] | None:
 
 
 class Workspace:
-    def __init__(self, roots: Iterable[str] = ()) -> None:
+    def __init__(self, roots: Iterable[str] = (), *, lazy: bool = True) -> None:
         self.roots = [str(r) for r in roots]
+        # parse each file only as far as a capture can reach (syntax/chunks.py): the editor's few files; a
+        # whole-tree scan parses whole files, since each lookup past a file's parsed part re-runs the analysis
+        self.lazy = lazy
         self._sources: dict[str, ParsedSource] = {}
         self._pending: dict[str, str] = {}  # added as text, parsed when first needed
         self._indexes: dict[str, FileIndex] = {}
@@ -122,7 +125,7 @@ class Workspace:
             edit = diff_edit(old.text, text)
             if edit is not None:
                 return self._store(path, old.edit(*edit))
-        return self._store(path, parse(text, lazy=True))
+        return self._store(path, parse(text, lazy=self.lazy))
 
     def _store(self, path: str, src: ParsedSource) -> FileIndex:
         self._put(path, src)
@@ -242,7 +245,7 @@ class Workspace:
         if src is None:
             pending = self._pending.pop(path, None)
             if pending is not None:
-                src = self._sources[path] = parse(pending, lazy=True)
+                src = self._sources[path] = parse(pending, lazy=self.lazy)
         return src
 
     def imported_elsewhere(self, path: str, name: str) -> bool:
