@@ -364,3 +364,40 @@ def test_a_raise_under_another_flag_does_not_end_it(tmp_path: Path) -> None:
     lib = GUARD_LIB.format(bind="capturing = device.index == 3", test="capturing")
     found = _findings(tmp_path, {"main.py": GUARD_MAIN, "lib.py": lib})
     assert {f for f in found if f[0] == "lib.py" and f[1] == 18 and f[2] == "capture-host-copy"}, found
+
+
+# torchao test/prototype/moe_training/nvfp4_training/test_nvfp4_linear.py:217: r1, r2 = compiled_layer(x) twice,
+# with x made requires_grad=True and a compiled nn.Module: the outputs' backward is pending, so CUDA graph trees
+# keep r1 (H200, torch 2.11: bench/ecosystem/results_gpu_compile_overwrite.txt). Its test_quantize_2d.py:343
+# (a plain function of a tensor without grad) is the true error.
+COMPILED = """\
+import torch
+
+layer = torch.nn.Linear(8, 8).cuda()
+w = torch.randn(8, 8, device="cuda")
+x = torch.randn(4, 8, device="cuda"{grad})
+
+
+def run(t):
+    return (t * 2).clone()
+
+
+f = torch.compile({target}, mode="reduce-overhead", fullgraph=True)
+{calls}
+"""
+TWICE = "r1 = f({arg})\nr2 = f({arg})\nprint(r1.sum(), r2.sum())"
+
+
+@pytest.mark.parametrize(("target", "grad", "arg"), [("layer", "", "x"), ("run", ", requires_grad=True", "x")])
+def test_outputs_that_may_need_a_backward_are_a_warning(tmp_path: Path, target: str, grad: str, arg: str) -> None:
+    text = COMPILED.format(grad=grad, target=target, calls=TWICE.format(arg=arg))
+    found = _findings(tmp_path, {"main.py": text})
+    assert ("main.py", 13, "compile-output-overwritten", "warning") in found, found
+
+
+@pytest.mark.parametrize("calls", [TWICE.format(arg="w"),
+                                   "with torch.no_grad():\n    " + TWICE.format(arg="x").replace("\n", "\n    ")])
+def test_outputs_without_grad_stay_an_error(tmp_path: Path, calls: str) -> None:
+    target = "run" if "(w)" in calls else "layer"
+    found = _findings(tmp_path, {"main.py": COMPILED.format(grad="", target=target, calls=calls)})
+    assert any(f[2] == "compile-output-overwritten" and f[3] == "error" for f in found), found

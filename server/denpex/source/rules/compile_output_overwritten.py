@@ -67,8 +67,53 @@ def _outputs(scan: RegionScan) -> None:
             fx = F.fix("Clone the output before the next call", "unsafe",
                        [F.replace_node(ix, call, f"{ix.text(call)}.clone()")])
             fb = eager_fallback(region, None)
-            scan.sink(Hit("compile-output-reused", ix, parent, region, (), [f for f in (fx, fb) if f]))
+            grad = _grad_may_be_pending(ix, region.callables, (call, nxt))
+            msg = None if grad is None else (
+                "An output of a function compiled with CUDA graphs (reduce-overhead) is read after the next call, "
+                f"which may have overwritten it, unless gradients are recorded: {grad}, and while an output's "
+                "backward has not run, CUDA graph trees keep it (the next call takes the slow path: checked on an "
+                "H200, torch 2.11); with no_grad or frozen parameters it holds the next call's values (silently "
+                "wrong)")
+            scan.sink(Hit("compile-output-reused", ix, parent, region, (), [f for f in (fx, fb) if f],
+                          "warning" if grad is not None else None, msg))
             break
+
+
+_NO_GRAD = ("no_grad", "inference_mode")
+
+
+def _grad_may_be_pending(ix: FileIndex, compiled: list[Node], calls: tuple[Node, Node]) -> str | None:
+    """Why the two calls' outputs may require grad (a compiled nn.Module has parameters, an argument was made
+    with requires_grad=True), or None: then, or under `torch.no_grad()` / `inference_mode()`, an output the next
+    call overwrites is read silently (torchao's test_quantize_2d.py); with a backward pending it is not
+    (test_nvfp4_linear.py, bench/ecosystem/gpu_check_compile_overwrite.py)."""
+    for c in calls:
+        p: Node | None = c
+        while p is not None:
+            if p.type == "with_statement":
+                clause = next((k for k in p.named_children if k.type == "with_clause"), None)
+                if clause is not None and any(w in ix.text(clause) for w in _NO_GRAD):
+                    return None
+            if p.type == "function_definition":
+                dd = p.parent
+                if dd is not None and dd.type == "decorated_definition" and any(
+                        w in ix.text(d) for d in dd.named_children if d.type == "decorator" for w in _NO_GRAD):
+                    return None
+            p = p.parent
+    for target in compiled:
+        k = ix.kind(target)
+        if k.cat == "module":
+            return f"`{ix.text(target)}` is a module, whose parameters require grad unless frozen"
+    for c in calls:
+        args = c.child_by_field_name("arguments")
+        for a in (args.named_children if args is not None else []):
+            if a.type != "identifier":
+                continue
+            assign, _scope, _p = ix.lookup(ix.text(a), a)
+            value = assign.value if assign is not None else None
+            if value is not None and b"requires_grad=True" in ix.text(value).replace(" ", "").encode():
+                return f"`{ix.text(a)}` is made with requires_grad=True"
+    return None
 
 
 def _rebound(ix: FileIndex, name: str, first: Node, nxt: Node, owner: Node) -> bool:
