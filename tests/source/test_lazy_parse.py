@@ -231,3 +231,28 @@ def test_import_bindings_read_from_text(text: str, binds: list[tuple[str, str | 
     starts = [0] + [i + 1 for i, b in enumerate(data) if b == 10]
     table = split(data, starts)
     assert sorted((local, t) for local, lst in table.imports.items() for _i, t in lst) == sorted(binds)
+
+
+def test_a_global_written_by_a_function_the_lazy_tree_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Megatron-LM megatron/core/utils.py: `_nvtx_enabled` is set by configure_nvtx_profiling(), a definition that
+    # spells no capture word, and decides a branch of nvtx_range_push, which a capture elsewhere reaches; the
+    # lazy tree left the setter out and nothing asked for it, so its replay-frozen-branch warning was missed
+    rng = random.Random(11)
+    files = {
+        "pkg/utils.py": "import torch\n\n_flag = False\n\n\ndef set_flag(enabled):\n    global _flag\n"
+        "    _flag = enabled\n\n\n" + "\n\n".join(rng.sample(LIBRARY, 8)) + (
+            "\n\ndef scaled(x):\n    if not _flag:\n        return x\n    return x * 2\n"),
+        "pkg/train.py": "import torch\nfrom pkg.utils import scaled\n\n" + (
+            "\n\ndef main(static_x):\n    g = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(g):\n"
+            "        y = scaled(static_x)\n    return y\n"),
+    }
+    results = []
+    for lazy in (True, False):
+        monkeypatch.setattr(chunks, "MIN_SKIPPED_BYTES", 0 if lazy else 1 << 60)
+        ws = Workspace(["."], lazy=True)
+        for path, text in files.items():
+            ws.add_text(path, text)
+        results.append(analyse_workspace(ws, rulebook=BOOK))
+    whole = [(f.rule, f.severity) for f in results[1]["pkg/utils.py"]]
+    assert ("replay-frozen-branch", "warning") in whole, whole
+    assert results[0] == results[1]

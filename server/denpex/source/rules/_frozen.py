@@ -19,7 +19,7 @@ from denpex.source.resolve.callgraph import Resolver
 from denpex.source.resolve.index import FileIndex
 from denpex.source.resolve.workspace import Workspace
 from denpex.source.syntax.mentions import def_of
-from denpex.source.syntax.parse import run_query, walk
+from denpex.source.syntax.parse import growths, run_query, walk
 
 _WRITES = (
     "(assignment left: (attribute attribute: (identifier) @attr)) @w\n"
@@ -38,22 +38,22 @@ _VALUE_RHS = frozenset({"true", "false", "integer", "float", "string", "none", "
                         "unary_operator", "conditional_expression", "subscript"})
 _VALUE_CALLS = frozenset({"bool", "int", "float", "str", "len", "min", "max", "round"})
 _CAPTURE_WORDS = (b"torch.cuda.graph(", b".capture_begin(", b"make_graphed_callables(", b"cuda.graph(")
-# (id of the workspace, its generation, question) -> (the workspace, weakly, and the answer): a workspace freed
-# and another made at the same address must not read the first one's answers
-_CACHE: dict[tuple[int, int, str], tuple[weakref.ref[Workspace], object]] = {}
+# ((id of the workspace, its generation, question), lazy trees grown so far) -> (the workspace, weakly, and the
+# answer): a workspace freed and another made at the same address must not read the first one's answers
+_CACHE: dict[tuple[tuple[int, int, str], int], tuple[weakref.ref[Workspace], object]] = {}
 
 
 def _remember(ws: Workspace, key: tuple[int, int, str], value: object) -> None:
     """Keep an answer for this workspace generation (bounded: a long editor session keeps asking)."""
     if len(_CACHE) > 512:
         _CACHE.clear()
-    _CACHE[key] = (weakref.ref(ws), value)
+    _CACHE[(key, growths())] = (weakref.ref(ws), value)
 
 
 def _recall(ws: Workspace | None, key: tuple[int, int, str] | None) -> object:
     if ws is None or key is None:
         return None
-    hit = _CACHE.get(key)
+    hit = _CACHE.get((key, growths()))  # a lazily parsed tree grown since: asked again
     return hit[1] if hit is not None and hit[0]() is ws else None
 
 
@@ -284,6 +284,7 @@ def attribute_writes(resolver: Resolver, attr: str, *local: FileIndex, also: fro
     if ws is not None and key is not None:
         _remember(ws, key, out)
     for ix in files_with(resolver, rf"\.{re.escape(attr)}\s*(?:[-+*/|&]|//)?=(?!=)", *local):
+        ix.src.need_word(attr)  # each write in the tree, also in a lazily parsed file (as name_writes)
         caps = run_query(_WRITES, ix.src.root)
         for w, a in zip(caps.get("w", []), caps.get("attr", []), strict=False):
             if ix.text(a) != attr or not value_rhs(ix, w):
@@ -306,6 +307,9 @@ def name_writes(resolver: Resolver, ix: FileIndex, name: str, owner: Node, also:
     functions of the file that declare it `global`."""
     rep = replayers(resolver, ix) | also
     cap = capturers(resolver, ix)
+    # every write must be in the tree: a lazily parsed file may have left out the function that sets a global
+    # (Megatron-LM's configure_nvtx_profiling); the analysis runs again once it is parsed
+    ix.src.need_word(name)
     caps = run_query(_NAME_WRITES, ix.src.root)
     out: list[Write] = []
     for w, n in zip(caps.get("w", []), caps.get("name", []), strict=False):
@@ -334,6 +338,7 @@ def method_calls(resolver: Resolver, method: str, cls: str, home: FileIndex, *lo
     for ix in files_with(resolver, rf"\.{re.escape(method)}\s*\(", *local):
         if ix.path != home.path and not word.search(ix.src.text):
             continue
+        ix.src.need_word(method)
         for name, c in _calls_in(ix, ix.src.root):
             f = c.child_by_field_name("function")
             if name != method or f is None or f.type != "attribute":

@@ -165,6 +165,8 @@ class ParsedSource:
             self._reparse()
 
     def _reparse(self) -> None:
+        global _GROWTHS
+        _GROWTHS += 1
         lazy = self.lazy
         if lazy is not None and all(lazy.parsed):
             self.lazy = lazy = None
@@ -323,6 +325,15 @@ _WORD_BYTE = [chr(b).isalnum() or b == 0x5F or b >= 0x80 for b in range(256)]
 
 # lazy sources an analysis asked for more of, by id (see ParsedSource.need_def)
 _WANTING: dict[int, ParsedSource] = {}
+
+
+_GROWTHS = 0  # lazily parsed trees grown or completed so far, in this process
+
+
+def growths() -> int:
+    """How many lazily parsed trees have grown so far: an answer read from trees before a growth may lack code
+    the grown tree holds (caches of whole-workspace answers are keyed by it)."""
+    return _GROWTHS
 
 
 def take_wanting() -> list[ParsedSource]:
