@@ -204,6 +204,7 @@ def _before_replay(scan: RegionScan) -> None:
     selfs = {o for o in outs if o.startswith("self.")}
     if fn is None or fn.class_name is None or not selfs or not graph.startswith("self.") or fn.name in rep:
         return
+    ix.src.need_word(fn.name)  # every self.<method>() call in the tree, also in a lazily parsed file
     calls = run_query("(call function: (attribute object: (identifier) @o attribute: (identifier) @m)) @c",
                       ix.src.root)
     n = 0

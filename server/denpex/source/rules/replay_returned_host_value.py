@@ -107,6 +107,7 @@ def _host_element(scan: RegionScan, ix: FileIndex, fn: FuncInfo, e: Node, depth:
     if len(callers) > _MAX_CALLER_FILES:
         return False
     for cx in callers:
+        cx.src.need_word(fn.name)  # every call in the tree, also in a lazily parsed file
         for c in run_query("(call function: [(identifier) @f (attribute attribute: (identifier) @f)]) @c",
                            cx.src.root).get("c", []):
             fnode = c.child_by_field_name("function")
