@@ -250,3 +250,54 @@ def has_splat(call: Node) -> bool:
     args = call.child_by_field_name("arguments")
     return args is None or args.type != "argument_list" or any(
         a.type in ("list_splat", "dictionary_splat") for a in args.named_children)
+
+
+_NESTED = frozenset({"function_definition", "class_definition", "lambda"})
+
+
+def memo_miss(ix: FileIndex, if_stmt: Node) -> bool:
+    """An `if` that fills a cache kept on the object when it misses: `if key not in self.cache:`, `if self.x is
+    None:`, or `if v is None:` with `v = self.cache.get(key)` before it, whose body stores into that cache
+    (`self.cache[key] = ...`, `self.x = ...`). Its body computes what a first call keeps for the later ones."""
+    cond = if_stmt.child_by_field_name("condition")
+    body = if_stmt.child_by_field_name("consequence")
+    if cond is None or body is None or if_stmt.children_by_field_name("alternative"):
+        return False
+    cond = strip_parens(cond)
+    if cond.type != "comparison_operator" or cond.named_child_count != 2:
+        return False
+    ops = " ".join(ix.text(c) for c in cond.children if not c.is_named)
+    left, right = (strip_parens(c) for c in cond.named_children)
+    target: str | None = None
+    subscripted = False
+    if ops == "not in" and right.type == "attribute" and ix.text(right).startswith("self."):
+        target, subscripted = ix.text(right), True
+    elif ops == "is" and right.type == "none":
+        if left.type == "attribute" and ix.text(left).startswith("self."):
+            target = ix.text(left)
+        elif left.type == "identifier":
+            assign, _scope, is_param = ix.lookup(ix.text(left), left)
+            value = strip_parens(assign.value) if assign is not None and assign.value is not None else None
+            fn = value.child_by_field_name("function") if value is not None and value.type == "call" else None
+            if not is_param and fn is not None and fn.type == "attribute" and ix.text(fn).endswith(".get"):
+                obj = fn.child_by_field_name("object")
+                if obj is not None and obj.type == "attribute" and ix.text(obj).startswith("self."):
+                    target, subscripted = ix.text(obj), True
+    if target is None:
+        return False
+    stack = list(body.named_children)
+    while stack:
+        n = stack.pop()
+        if n.type in _NESTED:
+            continue
+        if n.type == "assignment":
+            lhs = n.child_by_field_name("left")
+            if lhs is not None:
+                if subscripted and lhs.type == "subscript":
+                    v = lhs.child_by_field_name("value")
+                    if v is not None and ix.text(v) == target:
+                        return True
+                if not subscripted and ix.text(lhs) == target:
+                    return True
+        stack.extend(n.named_children)
+    return False

@@ -17,7 +17,14 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from denpex.source.capture.regions import CaptureRegion
-from denpex.source.engine.facts import _UNKNOWN, const_truth, const_value, has_splat, param_defaults
+from denpex.source.engine.facts import (
+    _UNKNOWN,
+    const_truth,
+    const_value,
+    has_splat,
+    memo_miss,
+    param_defaults,
+)
 from denpex.source.engine.hits import Hit, Sink, branch_head, call_parts, stmt_of
 from denpex.source.fixes import edits as F
 from denpex.source.fixes.builders import STATEMENT_KINDS, RegionFixBuilder
@@ -27,6 +34,7 @@ from denpex.source.resolve.index import FileIndex, FuncInfo, Kind, positional
 from denpex.source.resolve.param_kinds import param_kinds
 from denpex.source.rules import RuleSet
 from denpex.source.rules._api import CallSite, Frame
+from denpex.source.rules._lazy_init import path_functions, warmed_by_callers, warmed_up
 from denpex.source.syntax.parse import own_nodes, strip_parens
 
 DEFAULT_GUARDS = frozenset({
@@ -69,6 +77,7 @@ class CaptureWalker:
         self.torch = F.torch_alias(region.ix)
         self.fixes = RegionFixBuilder(region, resolver, self.torch)
         self.state: dict[str, object] = {}
+        self._warm_memo: dict[frozenset[str], bool] = {}
 
     # ---- driving -----------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -196,6 +205,8 @@ class CaptureWalker:
             return [(_VISIT, a, None) for a in alts]
         items: list[tuple[int, Node, Node | None]] = []
         truth = self.truth(cond, frame) if cond is not None else None
+        if truth is None and frame.func is not None and memo_miss(ix, node) and self._warmed(frame):
+            truth = False  # a cache the warm-up before the capture filled: the miss does not run under capture
         if cond is not None:  # a constant condition still runs (`x.item() > 0 and False`)
             items += [(_CONDITION_OF_IF, cond, node), (_VISIT, cond, None)]
         if truth is not False:
@@ -232,6 +243,18 @@ class CaptureWalker:
         if t is not None or frame.func is None:
             return t
         return self._fold(cond, frame, 0)
+
+    def _warmed(self, frame: Frame) -> bool:
+        """The capture runs, before it, a function on the call path to `frame` (the warm-up that fills the
+        caches of the code it captures: rules/_lazy_init.warmed_up), or every caller of the capturing function
+        does so first."""
+        on_path = path_functions(frame.chain)
+        key = on_path
+        hit = self._warm_memo.get(key)
+        if hit is None:
+            hit = self._warm_memo[key] = warmed_up(self.region, None, on_path) or warmed_by_callers(
+                self.resolver, self.region, on_path)
+        return hit
 
     def _taken_exit(self, if_stmt: Node, frame: Frame) -> bool:
         """An `if` whose condition is decided True and whose body ends in return/raise: nothing after it runs."""

@@ -57,9 +57,9 @@ def _aliases(ix: FileIndex, owner: Node, targets: frozenset[str]) -> set[str]:
     return out
 
 
-def warmed_up(r: CaptureRegion, lib: str, on_path: frozenset[str] = frozenset()) -> bool:
+def warmed_up(r: CaptureRegion, lib: str | None, on_path: frozenset[str] = frozenset()) -> bool:
     """The capture's scope runs, before the capture, one of its callees, a function on the call path to the use
-    (or a local alias of one), or the library's functions."""
+    (or a local alias of one), or the library's functions (`lib`; None: none)."""
     ix = r.ix
     anchor = r.anchor
     callees: set[str] = set()
@@ -74,7 +74,7 @@ def warmed_up(r: CaptureRegion, lib: str, on_path: frozenset[str] = frozenset())
                         names.add(ix.text(fn))
             elif n.type == "identifier":
                 names.add(ix.text(n))
-    lib_funcs = {q.rsplit(".", 1)[-1] for q in _FUNCS[lib]}
+    lib_funcs = {q.rsplit(".", 1)[-1] for q in _FUNCS[lib]} if lib is not None else set()
     owner = ix.scope_of(anchor).node
     deeper = set(on_path) | _aliases(ix, owner, on_path) if on_path else set()
     wanted = {c.rsplit(".", 1)[-1] for c in callees} | lib_funcs | deeper
@@ -96,11 +96,11 @@ def warmed_up(r: CaptureRegion, lib: str, on_path: frozenset[str] = frozenset())
             k = ix.kind(fn) if fn.type in ("identifier", "attribute") else None
             if k is None or k.cat != "optimizer":
                 return True
-        qn = ix.qualname(fn)
-        if qn in _FUNCS[lib]:
-            return True
-        if fn.type in ("identifier", "attribute") and ix.kind(fn).cat == "module" and lib in ix.kind(fn).lib:
-            return True
+        if lib is not None:
+            if ix.qualname(fn) in _FUNCS[lib]:
+                return True
+            if fn.type in ("identifier", "attribute") and ix.kind(fn).cat == "module" and lib in ix.kind(fn).lib:
+                return True
         for arg in positional(n):
             if strip_parens(arg).type == "identifier" and ix.text(arg) in names and ix.kind(arg).cat == "module":
                 return True
