@@ -31,6 +31,7 @@ from denpex.source.fixes.builders import STATEMENT_KINDS, RegionFixBuilder
 from denpex.source.model import CallStep, Fix, Severity
 from denpex.source.resolve.callgraph import EMPTY_ENV, Env, Resolver, resolve_region_callable
 from denpex.source.resolve.index import FileIndex, FuncInfo, Kind, positional
+from denpex.source.resolve.kinds import SCALAR_METHODS
 from denpex.source.resolve.param_kinds import param_kinds
 from denpex.source.rules import RuleSet
 from denpex.source.rules._api import CallSite, Frame
@@ -249,10 +250,9 @@ class CaptureWalker:
         caches of the code it captures: rules/_lazy_init.warmed_up), or every caller of the capturing function
         does so first."""
         on_path = path_functions(frame.chain)
-        key = on_path
-        hit = self._warm_memo.get(key)
+        hit = self._warm_memo.get(on_path)
         if hit is None:
-            hit = self._warm_memo[key] = warmed_up(self.region, None, on_path) or warmed_by_callers(
+            hit = self._warm_memo[on_path] = warmed_up(self.region, None, on_path) or warmed_by_callers(
                 self.resolver, self.region, on_path)
         return hit
 
@@ -522,7 +522,6 @@ class CaptureWalker:
 # `with_ep = n is not None or n == num_experts` in tests/kernels/moe/test_cutlass_moe.py)
 _VALUE_BUILTINS = frozenset({"len", "int", "float", "bool", "str", "tuple", "list", "dict", "set", "range", "abs",
                              "round", "sum", "isinstance", "hasattr", "callable"})
-_SIZE_METHODS = frozenset({"size", "numel", "dim", "nelement", "element_size", "stride"})
 _SIZE_ATTRS = frozenset({"shape", "ndim"})
 
 
@@ -545,7 +544,7 @@ def _never_none(ix: FileIndex, node: Node) -> bool:
             return False
         bound, _scope, is_param = ix.lookup(ix.text(fn), node)
         return bound is None and not is_param
-    return fn.type == "attribute" and ix.text(fn).rsplit(".", 1)[-1] in _SIZE_METHODS
+    return fn.type == "attribute" and ix.text(fn).rsplit(".", 1)[-1] in SCALAR_METHODS
 
 
 def _defaulted(ix: FileIndex, fn: FuncInfo, env: Env, pre: Env, call: Node | None) -> tuple[tuple[str, Node], ...]:

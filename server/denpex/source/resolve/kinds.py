@@ -57,6 +57,10 @@ PARAM = Kind("param")
 ParamKinds = Callable[[str, Node], "Kind | None"]
 
 
+# a tensor's methods that return a Python int
+SCALAR_METHODS = frozenset({"size", "dim", "numel", "stride", "element_size", "data_ptr", "get_device", "nelement",
+                            "ndimension"})
+
 def kind(ix: FileIndex, node: Node, depth: int = 0, params: ParamKinds | None = None) -> Kind:
     """What `node` is. `params` gives the kind of a parameter of the function that holds the name where a
     caller's binding is known (the walker's frames): `keep = scores > t` is a tensor mask when the caller
@@ -242,8 +246,7 @@ def _call_kind(ix: FileIndex, node: Node, depth: int, params: ParamKinds | None 
                 return Kind("scalar")
             if m in ("tolist", "numpy"):
                 return Kind("other")
-            if m in ("size", "dim", "numel", "stride", "element_size", "data_ptr", "get_device", "nelement",
-                     "ndimension"):
+            if m in SCALAR_METHODS:
                 return Kind("scalar")
             if m.startswith("is_") and m != "is_nonzero":  # is_contiguous(), is_floating_point(): a Python bool
                 return Kind("bool")

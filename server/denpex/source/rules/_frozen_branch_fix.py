@@ -30,6 +30,7 @@ from denpex.source.resolve.callgraph import Env
 from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Frame, Walk
 from denpex.source.rules._frozen import files_with
+from denpex.source.syntax.mentions import all_in_tree, is_self_attribute
 from denpex.source.syntax.parse import strip_parens, walk
 
 TITLE = "Device flag: keep it in a 0-dim device tensor (fill_() it where it is set) and select with torch.where"
@@ -216,11 +217,6 @@ def _bound_before(ix: FileIndex, name: str, at: Node) -> bool:
         scope is not None and scope.node.id == ix.scope_of(at).node.id)
 
 
-def _in_tree(ix: FileIndex, word: str) -> bool:
-    """Every mention of `word` is in the tree (a lazily parsed file may not hold them all yet)."""
-    w = word.encode("utf-8", "surrogatepass")
-    return ix.src.lazy is None or len(ix.src.occurrences(w, word_end=True)) == len(ix.src.occurrences_in_tree(w))
-
 
 # ---- the flag's writes ---------------------------------------------------------------------------------------
 def _write_stmt(ix: FileIndex, assign: Node) -> bool:
@@ -293,7 +289,7 @@ def _attribute_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
     body = init.node.child_by_field_name("body") if init is not None else None
     if body is None:
         return None
-    if not _in_tree(ix, attr) or re.search(rf"""['"]{re.escape(attr)}['"]""", ix.src.text):
+    if not all_in_tree(ix, attr) or re.search(rf"""['"]{re.escape(attr)}['"]""", ix.src.text):
         return None  # a mention the tree does not hold, or setattr/getattr by name: writes the fix cannot see
     pattern = rf"\.{re.escape(attr)}\s*(?:[-+*/|&^%@]|//|\*\*|>>|<<)?=(?!=)"
     if any(f.path != ix.path for f in files_with(w.resolver, pattern, ix)):
@@ -301,7 +297,7 @@ def _attribute_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
     first: Node | None = None
     for st in body.named_children:
         inner = st.named_children[0] if st.type == "expression_statement" and st.named_child_count else None
-        if inner is not None and inner.type == "assignment" and _is_self_attr(ix, inner.child_by_field_name("left"),
+        if inner is not None and inner.type == "assignment" and is_self_attribute(ix, inner.child_by_field_name("left"),
                                                                                attr):
             first = inner
             break
@@ -333,12 +329,6 @@ def _attribute_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
         edits.append(_fill_after(ix, p, target, f"{ix.text(recv)}.{tensor_attr}"))
     return f"self.{tensor_attr}", edits
 
-
-def _is_self_attr(ix: FileIndex, left: Node | None, attr: str) -> bool:
-    if left is None or left.type != "attribute":
-        return False
-    o, a = left.child_by_field_name("object"), left.child_by_field_name("attribute")
-    return o is not None and a is not None and ix.text(o) == "self" and ix.text(a) == attr
 
 
 def _class_level(ix: FileIndex, cls_node: Node, attr: str) -> bool:
@@ -384,7 +374,7 @@ def _instance_of(ix: FileIndex, recv: Node, cls: str) -> bool:
         c = ix.enclosing_class(recv)
         fn = ix.enclosing_function(recv)
         return c is not None and c.name == cls and fn is not None and fn.class_name == cls
-    if not _in_tree(ix, ix.text(recv)):
+    if not all_in_tree(ix, ix.text(recv)):
         return False
     assign, scope, _p = ix.lookup(ix.text(recv), recv)
     if assign is None or assign.value is None or scope is None or assign.stmt.type != "assignment":
@@ -424,7 +414,7 @@ def _param_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
             1 for n in walk(body) if n.type == "identifier" and ix.text(n) == name) != 1:
         return None  # read elsewhere in the function (as a number, a flag): a tensor there changes that too
     spelled = rf"(?<![\w.]){re.escape(fn.name)}(?!\w)"
-    if not _in_tree(ix, fn.name) or len(re.findall(spelled, ix.src.text)) != 2 or any(
+    if not all_in_tree(ix, fn.name) or len(re.findall(spelled, ix.src.text)) != 2 or any(
             f.path != ix.path for f in files_with(w.resolver, spelled, ix)):
         return None  # called (or named) anywhere but its definition and this one call: others pass a bool
     plan = _name_plan(w, ix, arg, b.env, torch)
@@ -451,7 +441,7 @@ def _name_plan(w: Walk, ix: FileIndex, subj: Node, env: Env, torch: str
             ix is not w.region.ix or ix.scope_of(subj).node.id != owner.id
             or ix.scope_of(w.region.anchor).node.id != owner.id):
         return None  # a local of another function than the capture's: made again (and lost) at every call
-    if not _in_tree(ix, name) or re.search(rf"\bnonlocal\b[^\n]*\b{re.escape(name)}\b|\b{re.escape(name)}\s*:=",
+    if not all_in_tree(ix, name) or re.search(rf"\bnonlocal\b[^\n]*\b{re.escape(name)}\b|\b{re.escape(name)}\s*:=",
                                             ix.src.text):
         return None  # a mention the tree does not hold, a nonlocal or walrus write: writes the fix cannot see
     scopes = [scope]

@@ -43,7 +43,13 @@ from denpex.source.model import Fix, TextEdit
 from denpex.source.resolve.callgraph import Resolver
 from denpex.source.resolve.index import FileIndex, Scope
 from denpex.source.rules._frozen import files_with
-from denpex.source.syntax.mentions import def_of, identifiers, in_nested_definition
+from denpex.source.syntax.mentions import (
+    all_in_tree,
+    def_of,
+    identifiers,
+    in_nested_definition,
+    is_self_attribute,
+)
 from denpex.source.syntax.parse import strip_parens, walk
 
 TITLE_HEAD = "Re-capture per value"
@@ -129,11 +135,6 @@ def recapture_fix(region: CaptureRegion, resolver: Resolver, value: Node, vix: F
     return _edits(cap, key, place)
 
 
-def _in_tree(ix: FileIndex, word: str) -> bool:
-    """Every mention of `word` is in the tree (a lazily parsed file may not hold them all yet)."""
-    w = word.encode("utf-8", "surrogatepass")
-    return ix.src.lazy is None or len(ix.src.occurrences(w, word_end=True)) == len(ix.src.occurrences_in_tree(w))
-
 
 def _capture(region: CaptureRegion, resolver: Resolver) -> _Capture | None:
     if region.kind != "graph" or region.anchor.type != "with_statement":
@@ -146,7 +147,7 @@ def _capture(region: CaptureRegion, resolver: Resolver) -> _Capture | None:
     if value is None or value.type != "call" or gnode is None or not F.owns_lines(ix, stmt):
         return None
     g = ix.text(gnode)
-    if not _in_tree(ix, g):
+    if not all_in_tree(ix, g):
         return None
     scope = ix.scope_of(stmt)
     assign, found, is_param = ix.lookup(g, gnode)
@@ -226,7 +227,7 @@ def _key(cap: _Capture, value: Node) -> _Key | None:
     value = strip_parens(value)
     if value.type == "identifier":
         name = ix.text(value)
-        if not _in_tree(ix, name) or re.search(rf"\bnonlocal\b[^\n]*\b{re.escape(name)}\b|\b{re.escape(name)}\s*:=",
+        if not all_in_tree(ix, name) or re.search(rf"\bnonlocal\b[^\n]*\b{re.escape(name)}\b|\b{re.escape(name)}\s*:=",
                                                 ix.src.text):
             return None
         _a, scope, _p = ix.lookup(name, value)
@@ -244,7 +245,7 @@ def _key(cap: _Capture, value: Node) -> _Key | None:
     if fn.node.id != mine.node.id and not _calls_own_method(cap, fn.class_name):
         return None  # read in another method: the capture must run it on this same object
     cls = ix.classes.get(fn.class_name)
-    if cls is None or attr in cls.methods or not _in_tree(ix, attr):
+    if cls is None or attr in cls.methods or not all_in_tree(ix, attr):
         return None
     return _Key(f"self.{attr}", None, attr, None)
 
@@ -285,15 +286,9 @@ def _changes_in(cap: _Capture, key: _Key, loop: Node) -> bool:
             return True
         return key.scope is cap.scope and any(loop.start_byte <= a.start_byte < loop.end_byte
                                               for a in cap.scope.assigns.get(key.name, []))
-    return any(_self_attr(ix, n.child_by_field_name("left"), key.attr) for n in walk(loop)
+    return any(is_self_attribute(ix, n.child_by_field_name("left"), key.attr) for n in walk(loop)
                if n.type == "assignment" and not in_nested_definition(n, cap.scope.node))
 
-
-def _self_attr(ix: FileIndex, left: Node | None, attr: str | None) -> bool:
-    if left is None or left.type != "attribute":
-        return False
-    o, a = left.child_by_field_name("object"), left.child_by_field_name("attribute")
-    return o is not None and a is not None and ix.text(o) == "self" and ix.text(a) == attr
 
 
 def _place(cap: _Capture, key: _Key, value: Node) -> _Place | None:
@@ -569,9 +564,9 @@ def _edits(cap: _Capture, key: _Key, place: _Place) -> Fix | None:
         return None
     bound, free = got
     if g in bound or (key.name is not None and key.name in bound) or not all(
-            _in_tree(ix, n) for n in {*bound, *(ix.text(f) for f in free)}):
+            all_in_tree(ix, n) for n in {*bound, *(ix.text(f) for f in free)}):
         return None
-    if key.attr is not None and any(n.type == "assignment" and _self_attr(ix, n.child_by_field_name("left"), key.attr)
+    if key.attr is not None and any(n.type == "assignment" and is_self_attribute(ix, n.child_by_field_name("left"), key.attr)
                                     for n in walk(w)):
         return None  # set while capturing: the value after the capture is not the one the capture read
     loop, replay = place.loop, place.replay

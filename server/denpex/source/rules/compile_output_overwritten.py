@@ -111,7 +111,7 @@ def _grad_may_be_pending(ix: FileIndex, compiled: list[Node], calls: tuple[Node,
                 continue
             assign, _scope, _p = ix.lookup(ix.text(a), a)
             value = assign.value if assign is not None else None
-            if value is not None and b"requires_grad=True" in ix.text(value).replace(" ", "").encode():
+            if value is not None and "requires_grad=True" in ix.text(value).replace(" ", ""):
                 return f"`{ix.text(a)}` is made with requires_grad=True"
     return None
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from denpex.source.model import Fix
-from denpex.source.resolve.callgraph import Binding
+from denpex.source.resolve.callgraph import Binding, Env
+from denpex.source.resolve.index import FileIndex
 from denpex.source.rules._api import Frame, Hazard, SourceRule, Walk
 from denpex.source.rules._frozen import (
     Write,
@@ -149,16 +150,27 @@ def _host_only(if_stmt: Node) -> bool:
 def _recapture(w: Walk, subj: Node, frame: Frame) -> Fix | None:
     """The re-capture fix for the value the condition tests: `self.<attr>`, or the name it reads where it is
     bound (a parameter followed to the argument the capture passes)."""
-    ix, env, node = frame.ix, frame.env, subj
+    ix, node = frame.ix, subj
     if subj.type == "identifier":
-        for _ in range(_MAX_BINDING_HOPS):
-            b: Binding | None = env.get(ix.text(node))
-            if b is None:
-                break
-            node, ix, env = strip_parens(b.node), b.ix, b.env
-            if node.type != "identifier":
-                return None
+        bound = _argument_name(frame.ix, frame.env, subj)
+        if bound is None:
+            return None
+        ix, node = bound
     return recapture_fix(w.region, w.resolver, node, ix)
+
+
+def _argument_name(ix: FileIndex, env: Env, ident: Node) -> tuple[FileIndex, Node] | None:
+    """The name `ident` stands for where it is bound: a parameter followed through the frames' bindings to the
+    caller's argument, while that is a name too; None when an attribute or expression was passed in."""
+    node = ident
+    for _ in range(_MAX_BINDING_HOPS):
+        b: Binding | None = env.get(ix.text(node))
+        if b is None:
+            break
+        node, ix, env = strip_parens(b.node), b.ix, b.env
+        if node.type != "identifier":
+            return None  # an attribute or expression passed in: not followed
+    return ix, node
 
 
 def _recaptured(x: Write, word: str) -> bool:
@@ -210,15 +222,10 @@ def _is_global_write(x: Write) -> bool:
 def _name_writes(w: Walk, ident: Node, frame: Frame, graphed: frozenset[str]) -> tuple[str, list[Write]] | None:
     """A condition on a name: a parameter (followed to the caller's argument), a name of the capture's own scope,
     or a module global read by captured code."""
-    ix, env, node = frame.ix, frame.env, ident
-    for _ in range(_MAX_BINDING_HOPS):
-        name = ix.text(node)
-        b: Binding | None = env.get(name)
-        if b is None:
-            break
-        node, ix, env = strip_parens(b.node), b.ix, b.env
-        if node.type != "identifier":
-            return None  # an attribute or expression passed in: not followed
+    bound = _argument_name(frame.ix, frame.env, ident)
+    if bound is None:
+        return None
+    ix, node = bound
     name = ix.text(node)
     _assign, scope, is_param = ix.lookup(name, node)
     if is_param or scope is None:

@@ -80,3 +80,17 @@ def in_nested_definition(node: Node, owner: Node) -> bool:
             return True
         p = p.parent
     return False
+
+
+def all_in_tree(ix: FileIndex, word: str) -> bool:
+    """Every mention of `word` is in the tree (a lazily parsed file may not hold them all yet)."""
+    w = word.encode("utf-8", "surrogatepass")
+    return ix.src.lazy is None or len(ix.src.occurrences(w, word_end=True)) == len(ix.src.occurrences_in_tree(w))
+
+
+def is_self_attribute(ix: FileIndex, node: Node | None, attr: str | None) -> bool:
+    """`node` is `self.<attr>`."""
+    if node is None or node.type != "attribute":
+        return False
+    o, a = node.child_by_field_name("object"), node.child_by_field_name("attribute")
+    return o is not None and a is not None and ix.text(o) == "self" and ix.text(a) == attr
