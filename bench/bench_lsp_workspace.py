@@ -3,6 +3,7 @@
 
     python bench/bench_lsp_workspace.py [--workspace /tmp/denpex-eco/Megatron-LM ...] [--edits 40]
                                         [--starts 3] [--out bench/results_lsp_workspace.json]
+                                        [--starts-only --out bench/results_lsp_start.json]
 
 For each workspace (the tree read-only, plus a second workspace folder in a temp dir holding the new files):
   * keystroke -> publishDiagnostics of that version, p50/p95/max, for three files:
@@ -15,6 +16,8 @@ For each workspace (the tree read-only, plus a second workspace folder in a temp
   * spawn -> the server's "indexed N workspace files" log message, against `ruff check` of the tree;
   * the server's peak RSS (VmHWM) after the keystroke runs;
   * `ruff server`: its start and its didChange -> publishDiagnostics for the same edits.
+
+--starts-only measures the starts alone (denpex cold and warm, `ruff server`'s start): no keystrokes, no index.
 """
 
 from __future__ import annotations
@@ -195,7 +198,8 @@ def stats(v: list[float]) -> dict[str, float]:
 
 def run_workspace(ws: Path, args: argparse.Namespace, cmd: list[str], peer: list[str] | None) -> dict[str, Any]:
     deep, reached = PROJECTS.get(ws.name, (None, None))
-    result: dict[str, Any] = {"workspace": str(ws), "files": sum(1 for _ in ws.rglob("*.py"))}
+    result: dict[str, Any] = {"workspace": str(ws), "files": sum(1 for _ in ws.rglob("*.py")),
+                              "loadavg_at_start": [round(x, 1) for x in os.getloadavg()]}
     with tempfile.TemporaryDirectory() as tmp:
         extra = Path(tmp) / "extra"
         extra.mkdir()
@@ -226,6 +230,16 @@ def run_workspace(ws: Path, args: argparse.Namespace, cmd: list[str], peer: list
             c.close()
         result["start_cold_ms"] = {"median": round(statistics.median(cold), 1), "all": [round(x) for x in cold]}
         result["start_warm_ms"] = {"median": round(statistics.median(warm), 1), "all": [round(x) for x in warm]}
+        if args.starts_only:
+            if peer is not None:
+                pstarts = []
+                for _ in range(args.starts):
+                    c, ms, _ = start(peer, base_env, folders, new, NEW_FILE, peer=True)
+                    pstarts.append(ms)
+                    c.close()
+                result["peer"] = {"name": "ruff server", "start_ms": {
+                    "median": round(statistics.median(pstarts), 1), "all": [round(x) for x in pstarts]}}
+            return result
         # keystrokes, after the background index is complete
         env = {**base_env, "DENPEX_CACHE_DIR": str(Path(tmp) / "cache0")}
         c, _ms, _ = start(cmd, env, folders, new, NEW_FILE, peer=False)
@@ -293,6 +307,15 @@ def table(results: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def start_table(results: list[dict[str, Any]]) -> str:
+    rows = ["| workspace | start cold (all) | start warm (all) | ruff server start |", "|---|---|---|---|"]
+    for r in results:
+        p = r.get("peer", {}).get("start_ms", {})
+        rows.append(f"| {Path(r['workspace']).name} | {r['start_cold_ms']['median']} ms {r['start_cold_ms']['all']}"
+                    f" | {r['start_warm_ms']['median']} ms {r['start_warm_ms']['all']} | {p.get('median', '-')} ms |")
+    return "\n".join(rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workspace", action="append", type=Path,
@@ -301,6 +324,8 @@ def main() -> int:
     ap.add_argument("--starts", type=int, default=3)
     ap.add_argument("--out", type=Path, default=HERE / "results_lsp_workspace.json")
     ap.add_argument("--label", default="", help="a note stored with the results (e.g. the commit)")
+    ap.add_argument("--starts-only", action="store_true",
+                    help="only the start figures (no keystrokes, no index); give --out another file")
     args = ap.parse_args()
     workspaces = args.workspace or [Path("/tmp/denpex-eco/Megatron-LM")]
     cmd = [sys.executable, "-m", "denpex", "serve"]
@@ -312,7 +337,7 @@ def main() -> int:
     load = os.getloadavg()
     doc = {"label": args.label, "cpus": os.cpu_count(), "loadavg": [round(x, 1) for x in load], "results": results}
     args.out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(table(results))
+    print(start_table(results) if args.starts_only else table(results))
     return 0
 
 
