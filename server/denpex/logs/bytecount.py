@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeAlias
 
-Buffer: TypeAlias = bytes | bytearray
+from denpex.logs.mapped import MappedChunk, buffer_of
+
+Buffer: TypeAlias = bytes | bytearray | MappedChunk  # a chunk of a mapped file: bytes' methods the scanner uses
 
 
 def _scalar(buf: Buffer, start: int, end: int) -> int:
+    if isinstance(buf, MappedChunk):
+        return buf[start:end].count(b"\n")
     return buf.count(b"\n", start, end)
 
 
@@ -28,7 +32,7 @@ def _load() -> tuple[Callable[[Buffer, int, int], int], str]:
     def vector(buf: Buffer, start: int, end: int) -> int:
         if end <= start:
             return 0
-        return int(count(buf, "\n", start, end))
+        return int(count(buffer_of(buf), "\n", start, end))
 
     return vector, "stringzilla"
 

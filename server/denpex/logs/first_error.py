@@ -44,6 +44,7 @@ import ahocorasick_rs
 from denpex.logs import native, scanner
 from denpex.logs.attribution import Attribution, attribute, strip_prefixes
 from denpex.logs.bytecount import Buffer
+from denpex.logs.mapped import buffer_of
 from denpex.logs.matcher import Hit, Matcher
 from denpex.logs.normalise import clean, decode
 from denpex.logs.ranks import fill
@@ -288,7 +289,7 @@ class _Keys:
 
     def _dense(self, data: Buffer) -> tuple[list[int], list[int] | None, int | None]:
         assert self._native is not None
-        starts, before, total = self._native.scan(data)
+        starts, before, total = self._native.scan(buffer_of(data))
         if any(starts[i] > starts[i + 1] for i in range(len(starts) - 1)):  # nearly in order: make it so
             pairs = sorted(zip(starts, before, strict=True))
             starts, before = [a for a, _b in pairs], [b for _a, b in pairs]
@@ -311,7 +312,7 @@ class _Keys:
         this chunk but come again with the next one; a chunk without a newline is taken whole."""
         assert self._shapes is not None
         cut = data.rfind(b"\n") + 1
-        raw = memoryview(data)[:cut] if cut else data
+        raw = memoryview(buffer_of(data))[:cut] if cut else buffer_of(data)
         # the cleaned bytes go into a buffer kept across chunks: a fresh megabyte per chunk cost more in
         # allocation and page faults than the cleaning itself
         if len(self._scratch) < len(raw):
@@ -342,29 +343,29 @@ class _Keys:
         if self._native is not None and not isinstance(data, memoryview):
             if self._idle():
                 assert self._shapes is not None
-                at = self._loud(data)
+                at = self._loud(buffer_of(data))
                 if at < 0:
-                    starts, _before, total = self._shapes.scan(data)
+                    starts, _before, total = self._shapes.scan(buffer_of(data))
                     if not starts:
                         return self._quiet(data, None, total)
-                elif data[at] == 0x1B and self._unansi is not None:
+                elif data[at : at + 1] == b"\x1b" and self._unansi is not None:
                     return self._coloured(data)
             return self._dense(data)
         if self._search is None:
             type(self)._search = ahocorasick_rs.BytesAhoCorasick(
                 list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
         assert self._search is not None
-        return [start for _i, start, _e in self._search.find_matches_as_indexes(data)], None, None
+        return [start for _i, start, _e in self._search.find_matches_as_indexes(buffer_of(data))], None, None
 
     def candidate_offsets(self, data: Buffer | memoryview) -> list[int]:
         """Every key start in a long line's bytes (the scanner's windows): never skipped."""
         if self._native is not None and not isinstance(data, memoryview):
-            return sorted(self._native.scan(data)[0])
+            return sorted(self._native.scan(buffer_of(data))[0])
         if self._search is None:
             type(self)._search = ahocorasick_rs.BytesAhoCorasick(
                 list(KEYS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
         assert self._search is not None
-        return [start for _i, start, _e in self._search.find_matches_as_indexes(data)]
+        return [start for _i, start, _e in self._search.find_matches_as_indexes(buffer_of(data))]
 
     def match_text(self, text: str) -> list[Hit]:
         return self.matcher.match_text(text)
@@ -386,6 +387,10 @@ class _WithEnd:
 
     def seekable(self) -> bool:
         return self.can_seek and not self.ended
+
+    def mapped_inner(self) -> tuple[BinaryIO, bytes]:
+        """The stream and the bytes this adds after it (logs.mapped maps the stream and adds them)."""
+        return self.stream, self._LAST
 
     def seek(self, offset: int, whence: int = 0) -> int:
         return self.stream.seek(offset, whence)

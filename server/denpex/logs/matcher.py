@@ -16,6 +16,7 @@ import regex
 
 from denpex.logs import native
 from denpex.logs.hit import Hit as Hit  # re-exported: hits are the matcher's answer
+from denpex.logs.mapped import MappedChunk, buffer_of
 from denpex.rulebook import RuleBook, Signature
 from denpex.rulebook.codes import CodeTable
 
@@ -112,24 +113,25 @@ class Matcher:
             ] if self.keys else []
         return self._key_prefilters
 
-    def candidate_offsets(self, data: bytes | bytearray | memoryview) -> list[int]:
+    def candidate_offsets(self, data: bytes | bytearray | memoryview | MappedChunk) -> list[int]:
         """Start offsets of the leftmost-first, non-overlapping anchor matches in data."""
         return self.scan_chunk(data)[0]
 
-    def scan_chunk(self, data: bytes | bytearray | memoryview) -> tuple[list[int], list[int] | None, int | None]:
+    def scan_chunk(self, data: bytes | bytearray | memoryview | MappedChunk) -> tuple[list[int], list[int] | None, int | None]:
         """candidate_offsets(data), with the newlines before each offset and in all of data where
         the native search counted them in the same pass (else None twice: the caller counts)."""
         full = self.bytes_prefilter.find_matches_as_indexes
+        raw = buffer_of(data)  # what the searches read
         if not self.keys or isinstance(data, memoryview):
-            return [start for _idx, start, _end in full(data)], None, None
+            return [start for _idx, start, _end in full(raw)], None, None
         total: int | None = None  # newlines in data, where the native search counted them
         if self.native is not None:
-            starts, before, total = self.native.scan(data)
+            starts, before, total = self.native.scan(raw)
             key_hits = list(zip(starts, before, strict=True))
         else:  # the crate's passes: no counts (the 0s are never returned)
-            key_hits = [(pos, 0) for kp in self.key_prefilters for _idx, pos, _end in kp.find_matches_as_indexes(data)]
+            key_hits = [(pos, 0) for kp in self.key_prefilters for _idx, pos, _end in kp.find_matches_as_indexes(raw)]
         if len(key_hits) > KEY_HITS_PER_MIB * (len(data) / (1 << 20) + 1):
-            return [start for _idx, start, _end in full(data)], None, None  # key-dense text: one pass is cheaper
+            return [start for _idx, start, _end in full(raw)], None, None  # key-dense text: one pass is cheaper
         if self.native is not None or len(self.key_prefilters) > 1:
             key_hits.sort()  # native starts are nearly in order already
         out: list[int] = []

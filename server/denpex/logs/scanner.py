@@ -14,6 +14,7 @@ from typing import BinaryIO, ClassVar
 from denpex.errors import DenpexError
 from denpex.logs.attribution import Attribution, attribute, split_glued
 from denpex.logs.bytecount import Buffer, count_newlines
+from denpex.logs.mapped import buffer_of, mapped
 from denpex.logs.matcher import Hit, Matcher
 from denpex.logs.normalise import MAX_LINE_CHARS, decode, segments
 
@@ -111,18 +112,28 @@ class _Reader:
 
     _free: ClassVar[list[list[bytearray]]] = []
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, map_big: bool = False) -> None:
         self.stream = stream
         self.readinto = getattr(stream, "readinto", None)
         self.bufs: list[bytearray] | None = None
         self.turn = 0
         self.size = CHUNK
+        self.map = mapped(stream) if map_big else None  # a big regular file: its pages, not copies
+
+    def back(self, k: int) -> None:
+        """The last k bytes are read again with the next chunk (the stream is seekable)."""
+        if self.map is not None:
+            self.map.back(k)
+        else:
+            self.stream.seek(-k, 1)
 
     def grow(self) -> None:
         """Read twice as much from now on (up to MAX_READ): the lines are long."""
         self.size = min(MAX_READ, self.size * 2)
 
     def read(self) -> Buffer:
+        if self.map is not None:
+            return self.map.read(self.size)  # type: ignore[return-value]  # bytes' methods, see MappedChunk
         if self.readinto is None:
             return self.stream.read(self.size)
         if self.bufs is None:
@@ -146,6 +157,8 @@ class _Reader:
 
     def close(self) -> None:
         """Give the buffers back; no chunk read through them is used after this."""
+        if self.map is not None:
+            self.map.close()
         if self.bufs is not None and len(self._free) < 4 and all(len(b) == CHUNK for b in self.bufs):
             self._free.append(self.bufs)
         self.bufs = None
@@ -168,7 +181,7 @@ def iter_line_hits(
     Chunks are neither joined nor cut by copying: a partial last line is read again with the
     next chunk when the stream can seek back (files), and only carried over when it cannot (pipes).
     """
-    reader = _Reader(stream)
+    reader = _Reader(stream, map_big=True)
     try:
         yield from _line_hits(reader, stream, matcher, stats, on_context, progress, window, grow)
     finally:
@@ -187,7 +200,7 @@ def _line_hits(
 ) -> Iterator[LineHit]:
     window = Window() if window is None else window
     seekable = _seekable(stream)
-    carry: Buffer = b""
+    carry: bytes | bytearray = b""  # slices: bytes of a mapped chunk, a bytearray of a buffer
     line_base = 1  # line number of the first byte of `buf`
     carry_continues = False  # carry is the tail of an over-long line already reported on
     while True:
@@ -195,7 +208,7 @@ def _line_hits(
         eof = not data
         if stats.bytes == 0 and not carry and not stats.head:
             stats.head = bytes(data[:HEAD])
-        buf = carry + data if carry else data
+        buf = carry + buffer_of(data) if carry else data
         if not buf:
             break
         if eof:
@@ -211,7 +224,7 @@ def _line_hits(
         if grow and tail > len(data) // 4 and not eof:
             reader.grow()
         if tail and seekable and tail <= len(data):
-            stream.seek(-tail, 1)  # the partial line is read again, whole, with the next chunk
+            reader.back(tail)  # the partial line is read again, whole, with the next chunk
             carry = b""
         else:
             carry = buf[cut:]
@@ -303,7 +316,7 @@ def _windows(raw: Buffer, matcher: Matcher) -> list[str]:
 _TEXT_BYTES = bytes(range(32, 127)) + b"\t\n\r\x1b\x0c\x08"
 
 
-def _binary_bytes(sample: Buffer) -> int:
+def _binary_bytes(sample: bytes | bytearray) -> int:
     """Bytes in the sample that no text log holds (NUL and stray control bytes)."""
     return len(sample.translate(None, _TEXT_BYTES + bytes(range(128, 256))))
 
