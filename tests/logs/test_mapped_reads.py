@@ -77,13 +77,14 @@ def test_maps_are_used_only_for_big_regular_files(tmp_path: Path, monkeypatch: p
     small = tmp_path / "small.log"
     small.write_bytes(b"x\n" * 100)
     with open(small, "rb") as fh:
+        monkeypatch.setenv("DENPEX_MMAP", "1")
         assert mapped.mapped(fh) is None  # under MIN_BYTES
+        monkeypatch.delenv("DENPEX_MMAP")
     monkeypatch.setattr(mapped, "MIN_BYTES", 0)
     with open(small, "rb") as fh:
-        assert mapped.mapped(fh) is not None
-        monkeypatch.setenv("DENPEX_MMAP", "0")
-        assert mapped.mapped(fh) is None  # the user's switch
-    monkeypatch.delenv("DENPEX_MMAP")
+        assert mapped.mapped(fh) is None  # off unless asked for
+        monkeypatch.setenv("DENPEX_MMAP", "1")
+        assert mapped.mapped(fh) is not None  # the user's switch
     import io
 
     assert mapped.mapped(io.BytesIO(b"x\n" * 100)) is None  # not a file
@@ -95,9 +96,9 @@ def test_mapped_reads_give_every_suite_log_s_diagnosis(chunk: int, forced: list[
     monkeypatch.setattr(scanner, "CHUNK", chunk)
     paths = _suite_logs()
     assert len(paths) > 100
-    monkeypatch.setenv("DENPEX_MMAP", "0")
+    monkeypatch.delenv("DENPEX_MMAP", raising=False)
     want = [_answer(p) for p in paths]
-    monkeypatch.delenv("DENPEX_MMAP")
+    monkeypatch.setenv("DENPEX_MMAP", "1")
     assert forced[0] == 0
     got = [_answer(p) for p in paths]
     assert forced[0] > len(paths)  # the rule pass of each, and the first-error pass where no rule answers
@@ -118,9 +119,9 @@ def test_mapped_ranges_give_the_joined_log_s_diagnosis(forced: list[int], tmp_pa
         big = tmp_path / f"joined{k}.log"
         big.write_bytes(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in rng.sample(paths, 25)))
         for parts in (1, 3):
-            monkeypatch.setenv("DENPEX_MMAP", "0")
+            monkeypatch.delenv("DENPEX_MMAP", raising=False)
             want = _answer(big, parts)
-            monkeypatch.delenv("DENPEX_MMAP")
+            monkeypatch.setenv("DENPEX_MMAP", "1")
             before = forced[0]
             assert _answer(big, parts) == want, (k, parts)
             assert forced[0] >= before + parts
@@ -132,6 +133,7 @@ def _mappings_of(path: Path) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="counts mappings in /proc")
 def test_a_scan_keeps_a_few_windows_mapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DENPEX_MMAP", "1")
     monkeypatch.setattr(mapped, "MIN_BYTES", 0)
     monkeypatch.setattr(mapped, "WINDOW", 64 * mmap.ALLOCATIONGRANULARITY)
     big = tmp_path / "big.log"
@@ -151,6 +153,7 @@ def test_a_scan_keeps_a_few_windows_mapped(tmp_path: Path, monkeypatch: pytest.M
 
 def test_a_file_cut_shorter_while_read_ends_where_it_was_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """logrotate's copytruncate: the size is checked before each new window, so no read runs past the cut."""
+    monkeypatch.setenv("DENPEX_MMAP", "1")
     monkeypatch.setattr(mapped, "MIN_BYTES", 0)
     monkeypatch.setattr(mapped, "WINDOW", mmap.ALLOCATIONGRANULARITY)
     p = tmp_path / "live.log"

@@ -10,10 +10,14 @@ A chunk (MappedChunk) offers what the scanner and its collectors use of a bytes 
 rfind, slicing into bytes, endswith) on a span of a window, and `view` (buffer_of) for what reads a
 buffer: the native search, the crate and the newline count.
 
-A map is used only for regular files of at least MIN_BYTES (and not with DENPEX_MMAP=0). A file cut
-shorter by another process while it is read ends where it was cut (its size is checked at each new
-window); one cut inside the window being read makes that read fail with SIGBUS, as in any program
-that maps its input (ripgrep has --no-mmap for it; here DENPEX_MMAP=0).
+Maps are off unless DENPEX_MMAP=1: on an idle 2-core machine (2026-12-03) they saved the
+copy's system time but the scan then read from memory instead of a cache-warm buffer, so the wall
+time was the same on every log shape and key-dense logs cost 0.2-0.4 s more CPU per GiB (the
+chunk's Python-level find/slice calls); on a loaded machine (2026-12-02) they saved 0.1-0.5 s of
+CPU per GiB. With the switch on, a map is used only for regular files of at least MIN_BYTES. A
+file cut shorter by another process while it is read ends where it was cut (its size is checked at
+each new window); one cut inside the window being read makes that read fail with SIGBUS, as in any
+program that maps its input (ripgrep has --no-mmap for it).
 """
 
 from __future__ import annotations
@@ -141,7 +145,7 @@ class MappedFile:
 def mapped(stream: BinaryIO | Any) -> MappedFile | None:
     """A MappedFile over what is left of `stream` (an open file, or a Bounded range of one) when it is a
     regular file of at least MIN_BYTES, else None (read it as before)."""
-    if os.environ.get("DENPEX_MMAP") == "0":
+    if os.environ.get("DENPEX_MMAP") != "1":
         return None
     from denpex.logs.bounded import Bounded
 
