@@ -17,6 +17,18 @@ from denpex.source.syntax.parse import ParsedSource, parse
 _WORD = re.compile(r"\w+")
 MAX_IMPORTERS = 30  # files searched for the call sites of one function (jedi parses at most 6)
 _WORD_BYTES = re.compile(rb"[\w\x80-\xff]+")  # words of UTF-8 text (non-ASCII letters included)
+_WORD_CHAR = re.compile(r"\w")
+
+
+def _spells_call(text: str, word: str) -> bool:
+    r"""`word(` in text, the word whole: what `(?<!\w)word\s*\(` finds. Searched as `word\s*\(` with the
+    character before tested apart: a pattern opening with a lookbehind tries it at every position, ten
+    times slower on a big file."""
+    for m in re.finditer(rf"{re.escape(word)}\s*\(", text):
+        at = m.start()
+        if at == 0 or _WORD_CHAR.match(text, at - 1) is None:
+            return True
+    return False
 
 
 def module_names(path: str, roots: Iterable[str] = ()) -> list[str]:
@@ -328,7 +340,7 @@ class Workspace:
         elif not call:
             found = True
         else:
-            found = re.search(rf"(?<!\w){re.escape(word)}\s*\(", self.text(path) or "") is not None
+            found = _spells_call(self.text(path) or "", word)
         self._has_cache[key] = (stamp, found)
         return found
 

@@ -72,14 +72,21 @@ def where(ix: FileIndex, node: Node) -> str:
 _MATCHES: dict[str, dict[str, tuple[str, bool]]] = {}
 
 
-def files_with(resolver: Resolver, pattern: str, *local: FileIndex) -> list[FileIndex]:
-    """The files of the workspace whose text matches `pattern` (a regex), or of `local` without a workspace."""
+def files_with(resolver: Resolver, pattern: str, *local: FileIndex, needles: tuple[str, ...] = ()) -> list[FileIndex]:
+    """The files of the workspace whose text matches `pattern` (a regex), or of `local` without a workspace.
+    `needles`: strings of which every match of `pattern` holds one; a text holding none is not searched. The
+    answer is the same: `in` finds a word ten times faster than a pattern opening with a lookbehind or \\b
+    (the workspace's word sets, tried instead, took the same time and 20 MB more on Megatron-LM)."""
     ws = workspace_of(resolver)
     rx = re.compile(pattern)
+
+    def matches(text: str) -> bool:
+        return (not needles or any(n in text for n in needles)) and rx.search(text) is not None
+
     if ws is None:
         seen: dict[str, FileIndex] = {}
         for ix in local:
-            if rx.search(ix.src.text):
+            if matches(ix.src.text):
                 seen.setdefault(ix.path, ix)
         return list(seen.values())
     key = (id(ws), ws.generation, "files:" + pattern)
@@ -98,7 +105,7 @@ def files_with(resolver: Resolver, pattern: str, *local: FileIndex) -> list[File
         if seen_text is not None and seen_text[0] is text:
             found = seen_text[1]
         else:
-            found = rx.search(text) is not None
+            found = matches(text)
             per_file[p] = (text, found)
         if found:
             fx = ws.index(p)
@@ -131,7 +138,7 @@ def replayers(resolver: Resolver, *local: FileIndex) -> set[str]:
     if isinstance(hit, set):
         return hit
     out: set[str] = set()
-    for ix in files_with(resolver, r"\.replay\(", *local):
+    for ix in files_with(resolver, r"\.replay\(", *local, needles=(".replay(",)):
         out |= _function_names(ix, (), "replay")
     if ws is not None and key is not None:
         _remember(ws, key, out)
@@ -185,7 +192,8 @@ def capturers(resolver: Resolver, *local: FileIndex) -> set[str]:
     if isinstance(hit, set):
         return hit
     out: set[str] = set()
-    for ix in files_with(resolver, r"cuda\.graph\(|capture_begin\(|make_graphed_callables\(", *local):
+    for ix in files_with(resolver, r"cuda\.graph\(|capture_begin\(|make_graphed_callables\(", *local,
+                         needles=("cuda.graph(", "capture_begin(", "make_graphed_callables(")):
         out |= _function_names(ix, _CAPTURE_WORDS, None)
     if ws is not None and key is not None:
         _remember(ws, key, out)
@@ -283,7 +291,7 @@ def attribute_writes(resolver: Resolver, attr: str, *local: FileIndex, also: fro
     out: list[Write] = []
     if ws is not None and key is not None:
         _remember(ws, key, out)
-    for ix in files_with(resolver, rf"\.{re.escape(attr)}\s*(?:[-+*/|&]|//)?=(?!=)", *local):
+    for ix in files_with(resolver, rf"\.{re.escape(attr)}\s*(?:[-+*/|&]|//)?=(?!=)", *local, needles=("." + attr,)):
         ix.src.need_word(attr)  # each write in the tree, also in a lazily parsed file (as name_writes)
         caps = run_query(_WRITES, ix.src.root)
         for w, a in zip(caps.get("w", []), caps.get("attr", []), strict=False):
@@ -335,7 +343,7 @@ def method_calls(resolver: Resolver, method: str, cls: str, home: FileIndex, *lo
     cap = capturers(resolver, *local)
     out: list[Write] = []
     word = re.compile(rf"(?<!\w){re.escape(cls)}(?!\w)")
-    for ix in files_with(resolver, rf"\.{re.escape(method)}\s*\(", *local):
+    for ix in files_with(resolver, rf"\.{re.escape(method)}\s*\(", *local, needles=("." + method,)):
         if ix.path != home.path and not word.search(ix.src.text):
             continue
         ix.src.need_word(method)

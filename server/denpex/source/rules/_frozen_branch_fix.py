@@ -292,7 +292,7 @@ def _attribute_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
     if not all_in_tree(ix, attr) or re.search(rf"""['"]{re.escape(attr)}['"]""", ix.src.text):
         return None  # a mention the tree does not hold, or setattr/getattr by name: writes the fix cannot see
     pattern = rf"\.{re.escape(attr)}\s*(?:[-+*/|&^%@]|//|\*\*|>>|<<)?=(?!=)"
-    if any(f.path != ix.path for f in files_with(w.resolver, pattern, ix)):
+    if any(f.path != ix.path for f in files_with(w.resolver, pattern, ix, needles=("." + attr,))):
         return None  # written in another file: the fix edits one file
     first: Node | None = None
     for st in body.named_children:
@@ -415,7 +415,7 @@ def _param_plan(w: Walk, ix: FileIndex, subj: Node, frame: Frame, torch: str
         return None  # read elsewhere in the function (as a number, a flag): a tensor there changes that too
     spelled = rf"(?<![\w.]){re.escape(fn.name)}(?!\w)"
     if not all_in_tree(ix, fn.name) or len(re.findall(spelled, ix.src.text)) != 2 or any(
-            f.path != ix.path for f in files_with(w.resolver, spelled, ix)):
+            f.path != ix.path for f in files_with(w.resolver, spelled, ix, needles=(fn.name,))):
         return None  # called (or named) anywhere but its definition and this one call: others pass a bool
     plan = _name_plan(w, ix, arg, b.env, torch)
     if plan is None:

@@ -250,7 +250,7 @@ def callers(resolver: Resolver, home: FileIndex, fn_name: str, cls: str | None) 
     if fn_name.startswith("__"):
         return []  # `runner(x)`: the instance is called, not followed
     word = cls if cls is not None else fn_name
-    files = files_with(resolver, rf"(?<!\w){re.escape(word)}(?!\w)", home)
+    files = files_with(resolver, rf"(?<!\w){re.escape(word)}(?!\w)", home, needles=(word,))
     if all(f is not home for f in files):
         files.append(home)
     out: list[tuple[FileIndex, Node]] = []

@@ -358,7 +358,7 @@ def _few_values(cap: _Capture, key: _Key, value: Node, resolver: Resolver) -> bo
     if re.search(rf"""['"]{re.escape(attr)}['"]""", ix.src.text):
         return False  # setattr/getattr by name: writes the fix cannot see
     pattern = rf"\.{re.escape(attr)}\s*(?:[-+*/|&^%@]|//|\*\*|>>|<<)?=(?!=)"
-    if any(f.path != ix.path for f in files_with(resolver, pattern, ix)):
+    if any(f.path != ix.path for f in files_with(resolver, pattern, ix, needles=("." + attr,))):
         return False
     seen = False
     for n in walk(ix.src.root):

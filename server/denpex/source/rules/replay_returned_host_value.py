@@ -61,7 +61,7 @@ def _decorated(scan: RegionScan, ix: FileIndex, call: Node) -> list[tuple[FileIn
     names = {h.name for h in holders[deco:]}  # the decorator and the factories around it
     out: list[tuple[FileIndex, FuncInfo]] = []
     pattern = r"@\s*(?:\w+\.)*(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\b"
-    for fx in files_with(scan.resolver, pattern, ix):
+    for fx in files_with(scan.resolver, pattern, ix, needles=tuple(sorted(names))):
         for fn in fx.by_node.values():
             for d in fn.decorators:
                 text = fx.text(d).lstrip("@").strip()
@@ -103,7 +103,7 @@ def _host_element(scan: RegionScan, ix: FileIndex, fn: FuncInfo, e: Node, depth:
         return False  # a method's callers (forward, __call__, ...) are too many to read: not followed
     # a parameter: what the function's callers in the workspace pass for it
     pos = fn.params.index(name)
-    callers = files_with(scan.resolver, rf"\b{re.escape(fn.name)}\s*\(", ix)
+    callers = files_with(scan.resolver, rf"\b{re.escape(fn.name)}\s*\(", ix, needles=(fn.name,))
     if len(callers) > _MAX_CALLER_FILES:
         return False
     for cx in callers:
