@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from tree_sitter import Node
 
 from denpex.source.resolve import callsites
+from denpex.source.resolve.annotations import annotated_types
 from denpex.source.resolve.args import bind
 from denpex.source.resolve.consts import arm_dead
 from denpex.source.resolve.index import (
@@ -471,12 +472,13 @@ class Values:
         node = _param_node(ix, fn, name)
         if node is not None:
             ann = node.child_by_field_name("type")
-            if ann is not None and ann.type == "type" and ann.named_child_count:
-                ann = ann.named_children[0]
             if ann is not None:
-                vals: list[Value] = [Inst(v.ix, v.cls, None) if isinstance(v, ClassRef) else v
-                                     for v in self.of(ix, ann, depth + 1)]
+                vals: list[Value] = _union(
+                    [Inst(v.ix, v.cls, None) if isinstance(v, ClassRef) else v for v in self.of(ix, part, depth + 1)]
+                    for part in annotated_types(ix, ann))
                 if vals:
+                    if len(vals) > 1:
+                        self.guessed |= GUESS_CALLERS  # Union[A, B]: either, not necessarily the one captured
                     return vals
             default = node.child_by_field_name("value")
             if default is not None and node.type in ("default_parameter", "typed_default_parameter"):

@@ -1,0 +1,74 @@
+"""A parameter typed by its annotation (issue 19, "Types"): `Optional[Scaler]`, `Union[A, B]`, `A | None` and
+`typing.Optional[...]` name the classes whose methods a call on the parameter reaches, as a plain `Scaler`
+annotation did. Nobody calls `amax_of` here, so its callers say nothing: only the annotation types `scaler`."""
+
+from __future__ import annotations
+
+import pytest
+
+from denpex.source.engine.analyse import analyse_workspace
+from denpex.source.resolve.workspace import Workspace
+
+SCALERS = """import torch
+
+
+class Scaler:
+    def amax(self, x):
+        return x.abs().max().item()
+
+
+class Other:
+    def amax(self, x):
+        return float(x.abs().max())
+"""
+
+CAPTURE = """from typing import Optional, Union
+import typing
+
+import torch
+from scalers import Other, Scaler
+
+
+def amax_of(x, scaler: ANNOTATION = None):
+    return scaler.amax(x)
+
+
+def capture(x):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = amax_of(x)
+    return g, y
+"""
+
+
+def _flagged(annotation: str, scalers: str = SCALERS) -> list[tuple[int, str, str]]:
+    ws = Workspace()
+    ws.add_text("scalers.py", scalers)
+    ws.add_text("capture.py", CAPTURE.replace("ANNOTATION", annotation))
+    found = analyse_workspace(ws)["scalers.py"]
+    return sorted((f.start_line + 1, f.code, f.severity) for f in found)
+
+
+@pytest.mark.parametrize("annotation", ["Scaler", "Optional[Scaler]", "typing.Optional[Scaler]", "Scaler | None",
+                                        "Union[Scaler, None]"])
+def test_an_annotated_parameter_reaches_its_class_s_method(annotation: str) -> None:
+    found = _flagged(annotation)
+    assert [(line, sev) for line, _code, sev in found] == [(6, "error")], found
+
+
+def test_a_union_of_two_classes_is_a_may_be() -> None:
+    found = _flagged("Union[Scaler, Other]")
+    assert [(line, sev) for line, _c, sev in found] == [(6, "warning"), (11, "warning")], found  # either may be it
+
+
+def test_a_project_class_named_optional_is_not_taken_apart() -> None:
+    own = SCALERS + "\n\nclass Optional:\n    def __class_getitem__(cls, item):\n        return cls\n"
+    ws = Workspace()
+    ws.add_text("scalers.py", own)
+    ws.add_text("capture.py", CAPTURE.replace("from typing import Optional, Union", "from scalers import Optional")
+                .replace("ANNOTATION", "Optional[Scaler]"))
+    assert [f for f in analyse_workspace(ws)["scalers.py"] if f.start_line + 1 == 6] == []
+
+
+def test_no_annotation_and_no_caller_reaches_nothing() -> None:
+    assert _flagged("int") == []
