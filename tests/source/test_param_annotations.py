@@ -1,6 +1,8 @@
 """A parameter typed by its annotation (issue 19, "Types"): `Optional[Scaler]`, `Union[A, B]`, `A | None` and
 `typing.Optional[...]` name the classes whose methods a call on the parameter reaches, as a plain `Scaler`
-annotation did. Nobody calls `amax_of` here, so its callers say nothing: only the annotation types `scaler`."""
+annotation did. Nobody calls `amax_of` here, so its callers say nothing: only the annotation types `scaler`.
+A function whose returns say nothing (an abstract method) is typed by its return annotation, when that names a
+class of the workspace."""
 
 from __future__ import annotations
 
@@ -72,3 +74,43 @@ def test_a_project_class_named_optional_is_not_taken_apart() -> None:
 
 def test_no_annotation_and_no_caller_reaches_nothing() -> None:
     assert _flagged("int") == []
+
+
+FACTORY = """import abc
+
+import torch
+from scalers import Scaler
+
+
+class Recipe(abc.ABC):
+    @abc.abstractmethod
+    def scaler(self) -> RETURN:
+        raise NotImplementedError
+
+
+def capture(recipe: Recipe, x):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = recipe.scaler().amax(x)
+    return g, y
+"""
+
+
+def _factory_flagged(ret: str) -> list[tuple[int, str]]:
+    ws = Workspace()
+    ws.add_text("scalers.py", SCALERS)
+    ws.add_text("capture.py", FACTORY.replace("RETURN", ret))
+    return sorted((f.start_line + 1, f.severity) for f in analyse_workspace(ws)["scalers.py"])
+
+
+@pytest.mark.parametrize("ret", ["Scaler", "Optional[Scaler]", "Scaler | None"])
+def test_an_abstract_method_s_return_annotation_types_its_result(ret: str) -> None:
+    ws = Workspace()
+    ws.add_text("scalers.py", SCALERS)
+    ws.add_text("capture.py", "from typing import Optional\n" + FACTORY.replace("RETURN", ret))
+    found = sorted((f.start_line + 1, f.severity) for f in analyse_workspace(ws)["scalers.py"])
+    assert found == [(6, "error")], found
+
+
+def test_a_library_return_annotation_gives_no_value() -> None:
+    assert _factory_flagged("torch.Tensor") == []  # a tensor's .amax is torch's, not Scaler.amax

@@ -394,6 +394,21 @@ class Values:
         found = _union(rets)
         if found and not all(rets):
             self.guessed |= GUESS_PARTIAL  # a factory with a branch that returns what is not known: a may-be value
+        if not found:
+            found = self._annotated_return(fn, depth)
+        return found
+
+    def _annotated_return(self, fn: Func, depth: int) -> list[Value]:
+        """What `-> A` (`Optional[A]`, `A | B`) says a function returns when its returns say nothing (an abstract
+        method, a wrapper of a library call): instances of the workspace's classes only (an annotation naming a
+        library type, `-> torch.Tensor`, is not turned into a value)."""
+        ann = fn.func.node.child_by_field_name("return_type")
+        if ann is None:
+            return []
+        found = _union([Inst(v.ix, v.cls, None) for v in self.of(fn.ix, part, depth + 1) if isinstance(v, ClassRef)]
+                       for part in annotated_types(fn.ix, ann))
+        if len(found) > 1:
+            self.guessed |= GUESS_CALLERS  # either class, not necessarily the one returned here
         return found
 
     # ---- attributes --------------------------------------------------------------------------------------
