@@ -1,5 +1,7 @@
 """Build hook: compile the native key search (server/denpex/logs/_teddy.c) into the wheel, if it can;
-and parse the shipped YAML (rule book, entry-point presets) into denpex/_snapshot.pickle (denpex.snapshot).
+parse the shipped YAML (rule book, entry-point presets) into denpex/_snapshot.pickle (denpex.snapshot);
+and run the language server's early start-up once to ship its compiled dataclass code and re patterns
+in denpex/_startcode/ (denpex.startcode), so that a first start after the install compiles none.
 
 Optional by design: where there is no C compiler, the CPU is not x86-64, or the build fails, the
 wheel stays pure Python and denpex uses the aho-corasick crate's passes instead (the same answers,
@@ -24,6 +26,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 SOURCE = Path("server") / "denpex" / "logs" / "_teddy.c"
 SNAPSHOT = "_snapshot.pickle"
+STARTCODE = Path("server") / "denpex" / "_startcode"  # an editable install's shipped start-up code
 
 
 def build_snapshot(root: Path, out: Path) -> Path | None:
@@ -41,6 +44,27 @@ def build_snapshot(root: Path, out: Path) -> Path | None:
         print(f"denpex: no rule-book snapshot ({tail[0]}); rules are parsed at run time", file=sys.stderr)
         return None
     return out
+
+
+def build_startcode(root: Path, out_dir: Path, snapshot: Path | None) -> list[Path]:
+    """denpex.startcode's shipped files for this Python, written to out_dir by the source tree's own early
+    start-up (build-system requires its imports: tree-sitter, tree-sitter-python, pygls), or [] with one line
+    on stderr: starts then compile them once per user, as without the files."""
+    env = {**os.environ, "PYTHONPATH": str(root / "server")}
+    cmd = [sys.executable, "-m", "denpex.startcode_build", str(out_dir)]
+    if snapshot is not None:
+        cmd += ["--snapshot", str(snapshot)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=root)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"denpex: no start-up code shipped ({exc}); compiled at the first start", file=sys.stderr)
+        return []
+    written = [Path(line) for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0 or not written or not all(p.is_file() for p in written):
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        print(f"denpex: no start-up code shipped ({tail[0]}); compiled at the first start", file=sys.stderr)
+        return []
+    return written
 
 
 def compile_native(root: Path, out_dir: Path) -> Path | None:
@@ -77,7 +101,8 @@ class NativeSearchHook(BuildHookInterface):  # type: ignore[type-arg]
         root = Path(self.root)
         if version == "editable":
             built = compile_native(root, root / SOURCE.parent)  # imported from the source tree
-            build_snapshot(root, root / "server" / "denpex" / SNAPSHOT)
+            snap_path = build_snapshot(root, root / "server" / "denpex" / SNAPSHOT)
+            build_startcode(root, root / STARTCODE, snap_path)
         else:
             self._tmp = tempfile.mkdtemp(prefix="denpex-native-")
             built = compile_native(root, Path(self._tmp))
@@ -86,6 +111,8 @@ class NativeSearchHook(BuildHookInterface):  # type: ignore[type-arg]
             snap = build_snapshot(root, Path(self._tmp) / SNAPSHOT)
             if snap is not None:
                 build_data["force_include"][str(snap)] = f"denpex/{SNAPSHOT}"
+            for code in build_startcode(root, Path(self._tmp) / "startcode", snap):
+                build_data["force_include"][str(code)] = f"denpex/_startcode/{code.name}"
         if built is not None:
             build_data["pure_python"] = False
             build_data["infer_tag"] = True

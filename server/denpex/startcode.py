@@ -1,4 +1,4 @@
-"""The methods that dataclasses writes for each class, kept compiled between runs of a one-shot command.
+"""The methods that dataclasses writes for each class, and re's patterns, kept compiled between starts.
 
 @dataclass writes every class's __init__, __repr__, __eq__ (and, frozen, __setattr__, __hash__ ...) as
 source text and runs exec() on it at import: 135 texts on `denpex diagnose`'s path, whose parse and
@@ -18,7 +18,19 @@ patterns are not cached: they are few on this path, and compiled where first use
 
 The cache files live in denpex.cachedir.cache_dir(), one per Python build (marshal's format and re's code
 are its own); any failure to read or write them falls back to plain exec() and re's own compile,
-silently. Installed for one-shot commands only (cli._ONE_SHOT): the language server pays its start once.
+silently. Installed by the one-shot commands (cli._ONE_SHOT: diagnose, merge) and by the language
+server's early start-up (lsp/boot.py, up to its first diagnostics; re's own compile is put back before
+pygls is imported).
+
+Where the per-user file is missing (a first start after an install, a fresh DENPEX_CACHE_DIR), the
+copy shipped with the package is read: denpex/_startcode/, written at build time by hatch_build.py
+(python -m denpex.startcode_build, the language server's early path run on a small document; git
+ignores it). It names the Python build it was made by, in its file name and inside (dataclasses'
+code: the bytecode magic and cache tag, as a .pyc; re's: the same build string as the per-user file),
+and a file of another build is not read. Texts and patterns are exact keys, so a shipped file made
+from older source only misses: what it lacks is compiled and written to the per-user cache. Without
+it (a build that could not run the early path) a start is as before; DENPEX_STARTCODE_SHIPPED=0 does
+not read it.
 """
 
 from __future__ import annotations
@@ -51,6 +63,10 @@ _RE_VERSIONS = ((3, 11), (3, 12), (3, 13))  # where re._compiler.compile is the 
 _RE_COMPILE: Any = None  # re's own compile, replaced by _re_compile
 _WORD: Literal["I"] = "I"  # array's type of _sre's code words (installed only where its size is _sre.CODESIZE)
 _WORD_SIZE = array.array(_WORD).itemsize
+
+
+SHIPPED = Path(__file__).parent / "_startcode"  # hatch_build.py writes it (denpex.startcode_build)
+SHIPPED_FORMAT = 1
 
 
 def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
@@ -106,18 +122,57 @@ def _re_compile(p: Any, flags: int = 0) -> Any:
     return _sre.compile(p, final, memoryview(words).cast(_WORD).tolist(), groups, dict(by_name), by_index)
 
 
+def _build(kind: str, shipped: bool = False) -> bytes:
+    """What a file of `kind` is valid for. A shipped file of dataclasses' code names the bytecode format
+    only (a .pyc's magic number and cache tag: any patch release of the build reads it); re's files, and
+    the per-user ones, the exact build (re's code generation can change in a patch release)."""
+    if kind == "dataclass-code" and shipped:
+        from _frozen_importlib_external import MAGIC_NUMBER  # importlib.util's, without its import
+
+        return f"{MAGIC_NUMBER.hex()}\0{sys.implementation.cache_tag}".encode()
+    build = f"{sys.version}\0{sys.implementation.cache_tag}".encode()
+    if kind != "dataclass-code":
+        import _sre
+
+        build += f"\0{_sre.MAGIC}\0{_sre.CODESIZE}\0{_sre.MAXREPEAT}\0{_sre.MAXGROUPS}".encode()
+    return build
+
+
 def _cache_path(kind: str = "dataclass-code") -> Path | None:
     from denpex.cachedir import cache_dir
 
     where = cache_dir()
     if where is None:
         return None
-    build = f"{sys.version}\0{sys.implementation.cache_tag}".encode()
-    if kind != "dataclass-code":
-        import _sre
+    return where / f"{kind}-{zlib.crc32(_build(kind)):08x}.marshal"
 
-        build += f"\0{_sre.MAGIC}\0{_sre.CODESIZE}\0{_sre.MAXREPEAT}\0{_sre.MAXGROUPS}".encode()
-    return where / f"{kind}-{zlib.crc32(build):08x}.marshal"
+
+def shipped_path(kind: str, where: Path | None = None) -> Path:
+    """The shipped file of `kind` for this Python build, in `where` (default SHIPPED)."""
+    return (SHIPPED if where is None else where) / f"{kind}-{zlib.crc32(_build(kind, shipped=True)):08x}.marshal"
+
+
+def _read_shipped(kind: str) -> Any:
+    """The entries of the shipped file of `kind`, or None: missing, damaged, or of another build."""
+    got = _read(shipped_path(kind))
+    if (isinstance(got, dict) and got.get("format") == SHIPPED_FORMAT
+            and got.get("build") == _build(kind, shipped=True) and isinstance(got.get("entries"), dict)):
+        return got["entries"]
+    return None
+
+
+def write_shipped(where: Path) -> list[Path]:
+    """The texts and patterns this run used, written as the package's shipped files (startcode_build)."""
+    written = []
+    for kind, entries in (("dataclass-code", {k: v for k, v in _codes.items() if k in _used}),
+                          ("re-code", dict(_re_args))):
+        if kind == "re-code" and _RE_COMPILE is None:
+            continue  # re's own compile ran (another Python): nothing to ship
+        path = shipped_path(kind, where)
+        _write(path, {"format": SHIPPED_FORMAT, "build": _build(kind, shipped=True), "entries": entries})
+        if path.is_file():
+            written.append(path)
+    return written
 
 
 def _read(path: Path | None) -> Any:
@@ -125,8 +180,13 @@ def _read(path: Path | None) -> Any:
         return None
     try:
         with open(path, "rb") as fh:
-            return marshal.load(fh)
-    except (OSError, EOFError, ValueError, TypeError):
+            data = fh.read()
+    except OSError:
+        return None
+    try:
+        # loads of the whole file: marshal.load(fh) reads it a piece at a time (7 ms for 450 KB, not 0.7)
+        return marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
         return None
 
 
@@ -150,22 +210,26 @@ def _valid_re(k: Any, v: Any) -> bool:
             and type(v[2]) is int and type(v[3]) is dict and type(v[4]) is tuple)
 
 
-def install() -> None:
-    """Give dataclasses the cached exec (before the modules that define dataclasses are imported)."""
+def install(shipped: bool = True) -> None:
+    """Give dataclasses the cached exec (before the modules that define dataclasses are imported). The
+    per-user files are read, else (`shipped`, unless DENPEX_STARTCODE_SHIPPED=0) the package's."""
     global _path
     import dataclasses
 
     if "exec" in vars(dataclasses):  # installed already, or a dataclasses module not like 3.11-3.13's
         return
+    shipped = shipped and os.environ.get("DENPEX_STARTCODE_SHIPPED") != "0"
     _path = _cache_path()
     got = _read(_path)
+    if not isinstance(got, dict) and shipped:
+        got = _read_shipped("dataclass-code")
     if isinstance(got, dict):
         _codes.update((k, v) for k, v in got.items() if isinstance(k, str) and isinstance(v, CodeType))
     dataclasses.exec = _exec  # type: ignore[attr-defined]  # the module's global, ahead of the builtin
-    _install_re()
+    _install_re(shipped)
 
 
-def _install_re() -> None:
+def _install_re(shipped: bool) -> None:
     global _re_path, _RE_COMPILE
     import _sre
     from re import _compiler  # type: ignore[attr-defined]
@@ -174,9 +238,11 @@ def _install_re() -> None:
             or array.array(_WORD).itemsize != _sre.CODESIZE):
         return
     _re_path = _cache_path("re-code")
-    if _re_path is None:
-        return  # caching off: re's own compile
     got = _read(_re_path)
+    if not isinstance(got, dict) and shipped:
+        got = _read_shipped("re-code")
+    if _re_path is None and not isinstance(got, dict):
+        return  # caching off and nothing shipped to read: re's own compile
     if isinstance(got, dict):
         _re_args.update((k, v) for k, v in got.items() if _valid_re(k, v))
     _RE_COMPILE = _compiler.compile

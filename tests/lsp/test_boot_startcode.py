@@ -1,6 +1,9 @@
 """The early start-up runs with denpex.startcode (lsp/boot.py `_start_code`): dataclasses' generated methods and
 re's patterns are cached per user once the first diagnostics are out, a warm start reads them back with the
-same diagnostics, and re's own compile is back in place before pygls takes over."""
+same diagnostics, and re's own compile is back in place before pygls takes over. With the files shipped in the
+package (denpex/_startcode, built by python -m denpex.startcode_build as hatch_build.py runs it), a start on an
+empty per-user cache compiles nothing, so it writes nothing there, and publishes the same diagnostics; the
+cycle collector is back on once the early part is done."""
 
 from __future__ import annotations
 
@@ -14,13 +17,16 @@ from typing import Any
 from tests.robustness.wire import RawServer
 
 from conftest import SCENARIO, uri
+from denpex import startcode
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def first_publish(tmp: Path, cache: Path, name: str) -> list[list[dict[str, Any]]]:
+def first_publish(tmp: Path, cache: Path, name: str, **extra: str) -> list[list[dict[str, Any]]]:
     folder = tmp / "ws"
     folder.mkdir(exist_ok=True)
     shutil.copy(SCENARIO, folder / "train.py")
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "DENPEX_STARTCODE_SHIPPED": "0", **extra}
     env.pop("DENPEX_CACHE_DIR", None)
     s = RawServer(tmp / f"{name}.stderr", env=env, cwd=folder)
     try:
@@ -70,3 +76,56 @@ def test_re_compile_is_restored_after_the_early_part(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
     assert list((tmp_path / "cache" / "denpex").glob("re-code-*.marshal"))
+
+
+def _tree_with_shipped_code(tmp: Path) -> Path:
+    """A copy of the source tree, its snapshot and start-up code built as an install builds them."""
+    tree = tmp / "tree"
+    shutil.copytree(ROOT / "server", tree / "server",
+                    ignore=shutil.ignore_patterns("__pycache__", "_snapshot.pickle", "_startcode"))
+    shutil.copytree(ROOT / "rules", tree / "rules")
+    env = {**os.environ, "PYTHONPATH": str(tree / "server"), "DENPEX_CACHE_DIR": str(tmp / "build-cache")}
+    for cmd in (["denpex.snapshot_build"], ["denpex.startcode_build", str(tree / "server" / "denpex" / "_startcode")]):
+        done = subprocess.run([sys.executable, "-m", *cmd], env=env, cwd=tree, capture_output=True, text=True,
+                              timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+    assert len(list((tree / "server" / "denpex" / "_startcode").glob("*.marshal"))) == 2
+    return tree
+
+
+def test_a_first_start_with_the_shipped_code_compiles_nothing(tmp_path: Path) -> None:
+    tree = _tree_with_shipped_code(tmp_path)
+    on = {"PYTHONPATH": str(tree / "server"), "DENPEX_STARTCODE_SHIPPED": "1"}
+    baseline = first_publish(tmp_path, tmp_path / "off", "off", PYTHONPATH=str(tree / "server"))
+    assert {p.name.split("-")[0] for p in (tmp_path / "off" / "denpex").glob("*.marshal")} == {"dataclass", "re"}
+    got = first_publish(tmp_path, tmp_path / "fresh", "fresh", **on)
+    assert all(p == baseline[0] for p in got) and [d["code"] for d in got[0]] == ["DPX101"]
+    # every dataclass text came from the package: that per-user file was not written
+    assert not list((tmp_path / "fresh").rglob("dataclass-code-*.marshal"))
+    # and every pattern, but those built from the document's own names (mentions._name_re: `out`)
+    added: set[object] = set()
+    for mine in (tmp_path / "fresh").rglob("re-code-*.marshal"):
+        ship = startcode._read(next((tree / "server" / "denpex" / "_startcode").glob("re-code-*.marshal")))
+        assert isinstance(ship, dict)
+        added |= set(startcode._read(mine)) - set(ship["entries"])
+    assert added <= {(b"(?<![A-Za-z0-9_])out(?![A-Za-z0-9_])", 0)}, added
+
+
+def test_the_cycle_collector_is_back_on_after_the_early_part(tmp_path: Path) -> None:
+    probe = (
+        "import gc, io, sys\n"
+        "from denpex.lsp import boot\n"
+        "seen = []\n"
+        "class Stop(Exception): pass\n"
+        "def early_run(self): seen.append(gc.isenabled())\n"
+        "boot.Early.run = early_run\n"
+        "class Server:\n"
+        "    def start_io(self, stdin, stdout): seen.append(gc.isenabled())\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(b''))\n"
+        "boot.serve_stdio(Server)\n"
+        "print(seen)\n"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("DENPEX_CACHE_DIR", None)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "[False, True]", done.stderr
