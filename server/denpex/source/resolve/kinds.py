@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from tree_sitter import Node
 
@@ -61,10 +62,31 @@ ParamKinds = Callable[[str, Node], "Kind | None"]
 SCALAR_METHODS = frozenset({"size", "dim", "numel", "stride", "element_size", "data_ptr", "get_device", "nelement",
                             "ndimension"})
 
+# kinds one question may ask: a call's kind reads its callee's returns with the arguments bound, and those read
+# their own callees', a tree no memo can share (each level's bindings differ); in TransformerEngine's GEMM
+# wrappers, once reached, one scan spent minutes here. Past the budget the answer is unknown (no finding).
+KIND_BUDGET = 20_000
+_left: list[int | None] = [None]  # kinds left to the question under way (None: no question under way)
+
+
 def kind(ix: FileIndex, node: Node, depth: int = 0, params: ParamKinds | None = None) -> Kind:
     """What `node` is. `params` gives the kind of a parameter of the function that holds the name where a
     caller's binding is known (the walker's frames): `keep = scores > t` is a tensor mask when the caller
     passed a tensor for `scores`, through any locals, operators and subscripts in between."""
+    left = _left[0]
+    if left is None:  # a new question: its own budget
+        _left[0] = KIND_BUDGET
+        try:
+            return _kind(ix, node, depth, params)
+        finally:
+            _left[0] = None
+    if left <= 0:
+        return UNKNOWN  # the question's budget is spent
+    _left[0] = left - 1
+    return _kind(ix, node, depth, params)
+
+
+def _kind(ix: FileIndex, node: Node, depth: int, params: ParamKinds | None) -> Kind:
     if depth > 8:
         return UNKNOWN
     node = strip_parens(node)
@@ -170,6 +192,21 @@ def _element_kind(ix: FileIndex, whole: Node, depth: int, params: ParamKinds | N
     k = kind(ix, whole, depth + 1, params)
     return Kind("tensor", k.device, is_bool=k.is_bool) if k.tensor else UNKNOWN
 
+# a function's own return statements, per index and tree epoch: every call of it asks again (with other
+# arguments), and walking its body each time was most of a TransformerEngine scan
+_RETURNS: WeakKeyDictionary[FileIndex, tuple[int, dict[int, list[Node]]]] = WeakKeyDictionary()
+
+
+def _own_returns(ix: FileIndex, fn: FuncInfo) -> list[Node]:
+    got = _RETURNS.get(ix)
+    if got is None or got[0] != ix.src.epoch:
+        got = _RETURNS[ix] = (ix.src.epoch, {})
+    found = got[1].get(fn.node.id)
+    if found is None and fn.body is not None:
+        found = got[1][fn.node.id] = [n for n in own_nodes(fn.body) if n.type == "return_statement"]
+    return found or []
+
+
 def _return_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: ParamKinds | None) -> Kind:
     """What a call of this file's function `fn` returns: the kind its return statements agree on, with its
     parameters taken from the call's arguments (`z = standardize(err, mean, std)` is a tensor when `err`
@@ -188,7 +225,7 @@ def _return_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: Pa
         return None if k.cat in ("unknown", "param") else k
 
     kinds: list[Kind] = []
-    for n in own_nodes(body):
+    for n in _own_returns(ix, fn):
         if n.type == "return_statement":
             if not n.named_child_count:
                 return UNKNOWN
