@@ -114,3 +114,40 @@ def test_an_abstract_method_s_return_annotation_types_its_result(ret: str) -> No
 
 def test_a_library_return_annotation_gives_no_value() -> None:
     assert _factory_flagged("torch.Tensor") == []  # a tensor's .amax is torch's, not Scaler.amax
+
+
+LOOP = """from collections.abc import Sequence
+from typing import List, Tuple
+
+import torch
+from scalers import Scaler
+
+
+def amax_all(xs, scalers: ANNOTATION):
+    return [s.amax(x) for s, x in zip(scalers, xs)] + [scalers[0].amax(xs[0])]
+
+
+def capture(xs):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        ys = amax_all(xs)
+    return g, ys
+"""
+
+
+@pytest.mark.parametrize("annotation", ["List[Scaler]", "list[Scaler]", "Sequence[Scaler]", "Tuple[Scaler, ...]",
+                                        "Optional[List[Scaler]]"])
+def test_a_container_annotation_types_its_elements(annotation: str) -> None:
+    ws = Workspace()
+    ws.add_text("scalers.py", SCALERS)
+    ws.add_text("capture.py", "from typing import Optional\n" + LOOP.replace("ANNOTATION", annotation))
+    found = sorted((f.start_line + 1, f.severity) for f in analyse_workspace(ws)["scalers.py"])
+    assert found == [(6, "error")], found
+
+
+def test_a_project_class_named_list_is_not_a_container() -> None:
+    ws = Workspace()
+    ws.add_text("scalers.py", SCALERS + "\n\nclass List:\n    pass\n")
+    ws.add_text("capture.py", LOOP.replace("from typing import List, Tuple", "from scalers import List")
+                .replace("ANNOTATION", "List[Scaler]"))
+    assert [f for f in analyse_workspace(ws)["scalers.py"] if f.start_line + 1 == 6] == []

@@ -57,3 +57,38 @@ def annotated_types(ix: FileIndex, ann: Node) -> list[Node]:
             continue
         out.append(n)
     return out if len(out) <= _MAX_PARTS else []
+
+
+# containers whose iteration and indexing give their type argument's instances
+_CONTAINERS = {"List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection", "Tuple", "Set",
+               "FrozenSet", "AbstractSet", "Deque"}
+_BUILTIN_CONTAINERS = {"list", "tuple", "set", "frozenset"}
+_ABC = ("typing", "typing_extensions", "collections.abc", "collections")
+
+
+def container_elements(ix: FileIndex, n: Node) -> list[Node] | None:
+    """The element annotations of `List[A]`, `Sequence[A]`, `tuple[A, B]`, `list[A]` ... (typing's, collections.abc's
+    or the builtins'), None for any other annotation. `Tuple[A, ...]`'s ellipsis is no element."""
+    if n.type == "generic_type" and n.named_child_count == 2:
+        head, params = n.named_children
+        args = params.named_children if params.type == "type_parameter" else []
+    elif n.type == "subscript" and (value := n.child_by_field_name("value")) is not None:
+        head, args = value, n.children_by_field_name("subscript")
+    else:
+        return None
+    text = ix.text(head).replace(" ", "")
+    name = text.rsplit(".", 1)[-1]
+    if "." not in text and name in _BUILTIN_CONTAINERS and ix.imports.lookup(name) is None:
+        pass  # the builtin itself (`list[A]`), not a name the file rebinds
+    elif name in _CONTAINERS:
+        full = ix.imports.resolve_dotted(text)
+        if (full.rsplit(".", 1)[0] if "." in full else "") not in _ABC:
+            return None
+    else:
+        return None
+    out = []
+    for a in args:
+        a = a.named_children[0] if a.type == "type" and a.named_child_count == 1 else a
+        if a.type != "ellipsis":
+            out.append(a)
+    return out

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from tree_sitter import Node
 
 from denpex.source.resolve import callsites
-from denpex.source.resolve.annotations import annotated_types
+from denpex.source.resolve.annotations import annotated_types, container_elements
 from denpex.source.resolve.args import bind
 from denpex.source.resolve.consts import arm_dead
 from denpex.source.resolve.index import (
@@ -488,9 +488,7 @@ class Values:
         if node is not None:
             ann = node.child_by_field_name("type")
             if ann is not None:
-                vals: list[Value] = _union(
-                    [Inst(v.ix, v.cls, None) if isinstance(v, ClassRef) else v for v in self.of(ix, part, depth + 1)]
-                    for part in annotated_types(ix, ann))
+                vals: list[Value] = _union(self._annotated(ix, part, depth) for part in annotated_types(ix, ann))
                 if vals:
                     if len(vals) > 1:
                         self.guessed |= GUESS_CALLERS  # Union[A, B]: either, not necessarily the one captured
@@ -501,6 +499,16 @@ class Values:
                 if dv:
                     return dv
         return self.from_callers(ix, fn, name)
+
+    def _annotated(self, ix: FileIndex, part: Node, depth: int) -> list[Value]:
+        """The values one member of an annotation names: an instance of a workspace class, a library value, or
+        a container (`List[Optimizer]`) of instances of workspace classes."""
+        elems = container_elements(ix, part)
+        if elems is None:
+            return [Inst(v.ix, v.cls, None) if isinstance(v, ClassRef) else v for v in self.of(ix, part, depth + 1)]
+        inner = _union([Inst(v.ix, v.cls, None) for v in self.of(ix, t, depth + 1) if isinstance(v, ClassRef)]
+                       for e in elems for t in annotated_types(ix, e))
+        return [Seq(tuple(inner))] if inner else []
 
     def from_callers(self, ix: FileIndex, fn: FuncInfo, name: str) -> list[Value]:
         """The union of the arguments bound to parameter `name` of `fn` at its call sites in the workspace (for
