@@ -63,13 +63,14 @@ def graph_replays(region: CaptureRegion, resolver: Resolver | None = None) -> li
     replays: list[Node] = []
     # the lookups below build the scopes of nested functions as a side effect; those are no dependency of the
     # answer (an edit that could change it spells the name, and watched names make such an edit non-local)
-    mark = len(ix.touched)
+    mark, emark = len(ix.touched), len(ix.attr_deps)
     try:
         for n in identifiers(ix, g, owner.node.start_byte, owner.node.end_byte):
             if not _replay_use(ix, region, n, g, owner, capture_spans, replays):
                 return None
     finally:
         del ix.touched[mark:]
+        del ix.attr_deps[emark:]
     return replays or None
 
 

@@ -19,6 +19,7 @@ ScanConfig (denpex.source.config), Workspace (denpex.source.resolve.workspace).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from typing import TypeVar
@@ -39,11 +40,10 @@ from denpex.source.engine.hits import Hit, Sink, branch_head
 from denpex.source.engine.kept import Cached as _Cached
 from denpex.source.engine.kept import Pending as _Pending
 from denpex.source.engine.kept import Rec as _Rec
-from denpex.source.engine.kept import RegionCache as _RegionCache
 from denpex.source.engine.kept import RegionEntry as _RegionEntry
-from denpex.source.engine.kept import RemoteEntry as _RemoteEntry
 from denpex.source.engine.kept import consulted as _consulted
 from denpex.source.engine.kept import shift_cached as _shift_cached
+from denpex.source.engine.units import Recorder, RegionCache, RemoteEntry, Unit, Walk, Write, rewalk
 from denpex.source.engine.walker import DEFAULT_GUARDS, CaptureWalker
 from denpex.source.fixes.edits import apply_edits
 from denpex.source.fixes.suppress import is_suppressed, suppression_fix, suppressions
@@ -122,12 +122,20 @@ def _enabled_rules(config: ScanConfig) -> RuleSet:
     return rule_set(rid for rid in registry().rules if config.enabled(rid))
 
 
-def _detect(region: CaptureRegion, resolver: Resolver, config: ScanConfig, around: AroundIndex, sink: Sink) -> None:
-    """The enabled rules' detectors on one capture region: the captured code, then the code around it."""
-    rules = _enabled_rules(config)
+def _walker(region: CaptureRegion, resolver: Resolver, config: ScanConfig, sink: Sink) -> CaptureWalker:
     guards = DEFAULT_GUARDS | frozenset(g.rsplit(".", 1)[-1] for g in config.guards)
-    CaptureWalker(region, resolver, sink, rules, guards=guards, max_depth=config.max_depth).run()
-    around_region(region, resolver, sink, rules, around)
+    return CaptureWalker(region, resolver, sink, _enabled_rules(config), guards=guards, max_depth=config.max_depth)
+
+
+def _detect(region: CaptureRegion, resolver: Resolver, config: ScanConfig, around: AroundIndex, sink: Sink,
+            recorder: Recorder | None = None) -> None:
+    """The enabled rules' detectors on one capture region: the captured code, then the code around it (with a
+    recorder: the walk's entries into its file recorded, units.py)."""
+    w = _walker(region, resolver, config, sink)
+    if recorder is not None:
+        recorder.attach(w)
+    w.run()
+    around_region(region, resolver, sink, w.rules, around)
 
 
 def _hits_for(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers: set[str]) -> list[Hit]:
@@ -304,12 +312,12 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
                 around = AroundIndex(ix)  # the code after the captures, indexed once for all regions re-run
             around.start_region()
             resolver.values.forget()  # each region records what it consulted: no answers carried from another
-            mark = len(ix.touched)
+            mark, emark = len(ix.touched), len(ix.attr_deps)
             watched_before = ix.watched
             ix.watched = set()
             hits: list[Hit] = []
             _detect(region, resolver, config, around, hits.append)
-            touched = ix.touched[mark:]
+            touched = ix.touched[mark:] + ix.touched_classes(emark)
             touched.append((region.anchor.start_byte, region.end_byte))
             touched.append((region.site.start_byte, region.site.end_byte))
             p = owner
@@ -324,22 +332,52 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
 
 
 def _remote_hits(ix: FileIndex, other: FileIndex, text: str, resolver: Resolver, config: ScanConfig,
-                 wrappers: set[str]) -> _RemoteEntry:
-    """The hits of `other`'s capture regions in `ix`'s file, recording what of that file they consulted."""
+                 wrappers: set[str], old: RemoteEntry | None,
+                 index: Callable[[str], FileIndex | None]) -> RemoteEntry:
+    """The hits of `other`'s capture regions in `ix`'s file, region by region, recording what of that file they
+    consulted (units.py): a region whose recorded walk `old` kept is not walked again, one whose entries into
+    an edited function were marked has only those entries walked again."""
     resolver.values.forget()  # the ranges an answer consulted are recorded when it is computed, not when re-used
-    mark = len(ix.touched)
+    mark, emark = len(ix.touched), len(ix.attr_deps)
     watched_before = ix.watched
     ix.watched = set()
-    recs = [_rec(h) for h in _hits_for(other, resolver, config, wrappers) if h.ix.path == ix.path]
-    entry = _RemoteEntry(text, recs, ix.touched[mark:], frozenset(ix.watched))
-    ix.watched = watched_before | ix.watched
+    regions = _regions(other, config, wrappers, resolver)
+    head, head_watched = ix.touched[mark:] + ix.touched_classes(emark), ix.watched
+    kept = old.walks if old is not None else {}
+    around: AroundIndex | None = None
+    rec = Recorder(ix, resolver.values, _rec)
+    walks: dict[tuple[str, int, int, int, int], Walk] = {}
+    for region in regions:
+        ident = _region_ident(region)
+        walk = kept.get(ident)
+        if walk is not None and not walk.root.pending():
+            walks[ident] = walk
+            continue
+        if around is None:
+            around = AroundIndex(other)
+        around.start_region()
+        resolver.values.forget()  # each region records what it consulted: no answers carried from another
+        if walk is not None:
+            if rewalk(walk, _walker(region, resolver, config, rec.sink), rec, index):
+                walks[ident] = walk
+                continue
+            resolver.values.forget()
+        root, log = Unit(-1, None), list[Write]()
+        rec.start(root, log)
+        _detect(region, resolver, config, around, rec.sink, rec)
+        rec.finish()
+        walks[ident] = Walk(ident, root, log)
+    entry = RemoteEntry(text, head, head_watched, walks)
+    touched, watched = entry.consulted()
+    ix.watched = watched_before | watched
+    ix.touched[mark:] = touched
     return entry
 
 
 def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | None, book: RuleBook,
                  cached: dict[tuple[str, int, int, int, int], _RegionEntry] | None,
-                 remote: dict[str, _RemoteEntry] | None = None,
-                 ) -> tuple[list[SourceFinding], list[_RegionEntry], dict[str, _RemoteEntry]]:
+                 remote: dict[str, RemoteEntry] | None = None,
+                 ) -> tuple[list[SourceFinding], list[_RegionEntry], dict[str, RemoteEntry]]:
     """`_analyse_index` for a Document: the same findings, with the per-region entries to re-use next time, and
     the hits of the importers' regions per importer (`remote`: the ones still valid after the edits since)."""
     ws = workspace
@@ -348,7 +386,7 @@ def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | No
                         ws.importers if ws is not None else None)
     wrappers = _wrapper_names(config, ws, ix)
     recs, entries = _region_hits(ix, resolver, config, wrappers, cached)
-    found: dict[str, _RemoteEntry] = {}
+    found: dict[str, RemoteEntry] = {}
     if ws is not None:
         # the files that import this one, directly or through others (a capture in train.py reaches
         # layers.py through model.py)
@@ -361,11 +399,12 @@ def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | No
             if not _may_capture(p, text, frozen, config.capture_entry_points):
                 continue
             hit = remote.get(p) if remote is not None else None
-            if hit is None or hit.text is not text:
+            if hit is None or hit.text is not text or not hit.complete:
                 other = ws.index(p)
                 if other is None:
                     continue
-                hit = _remote_hits(ix, other, text, resolver, config, wrappers)
+                hit = _remote_hits(ix, other, text, resolver, config, wrappers,
+                                   hit if hit is not None and hit.text is text else None, ws.index)
             found[p] = hit
             recs.extend(hit.recs)
     return _recs_to_findings(recs, book, config, ix.src, ix.path), entries, found
@@ -448,7 +487,7 @@ class Document:
         self.src = src if src is not None else parse(text, lazy=True)
         self._ix: FileIndex | None = None
         self._cached: _Cached | None = None
-        self._regions: _RegionCache | None = None
+        self._regions: RegionCache | None = None
         self._facts: tuple[object, ...] | None = None
         self.last_was_incremental = False
         self.last_reused_regions = 0  # capture regions whose results the last analysis kept (not re-run)
@@ -497,17 +536,27 @@ class Document:
                         else:
                             self._cached = _shift_cached(self._cached, self.src, new, e)
                     if self._regions is not None:  # carried across the edit when next needed (often never)
-                        self._regions.pending.append(_Pending(fn.start_byte, fn.end_byte, changed, s, t, delta, e))
+                        self._regions.pending.append(_Pending(fn.start_byte, fn.end_byte, changed, s, t, delta, e,
+                                                              _statement_words(self.src, s, t, changed)))
         elif new.text != self.src.text:
             self._drop()
         self.src = new
         self._ix = None
 
     def _changed_text(self, e: TextEdit) -> str:
+        """The edit's old and new text, each with the word characters around it: typing `e` after `self.nam`
+        spells `name` (what an analysis watched) though the typed text does not."""
         src = self.src
+        data = src.data
         s = src.byte_offset(e.start_line, e.start_col)
         t = src.byte_offset(e.end_line, e.end_col)
-        return src.data[s:t].decode("utf-8", "surrogatepass") + "\n" + e.new_text
+        a, b = s, t
+        while a > 0 and _is_word_byte(data[a - 1]):
+            a -= 1
+        while b < len(data) and _is_word_byte(data[b]):
+            b += 1
+        before, after = data[a:s].decode("utf-8", "surrogatepass"), data[t:b].decode("utf-8", "surrogatepass")
+        return data[a:b].decode("utf-8", "surrogatepass") + "\n" + before + e.new_text + after
 
     def _edited_function(self, e: TextEdit) -> Node | None:
         """The innermost function whose body holds the whole edit, when the edit spells none of the words that
@@ -545,7 +594,7 @@ class Document:
             cached = self._regions.current(self.path)
             remote = self._regions.remote
 
-        def run() -> tuple[FileIndex, list[SourceFinding], list[_RegionEntry], dict[str, _RemoteEntry]]:
+        def run() -> tuple[FileIndex, list[SourceFinding], list[_RegionEntry], dict[str, RemoteEntry]]:
             if workspace is not None:
                 if workspace.source(self.path) is not self.src:
                     workspace.set_source(self.path, self.src)
@@ -554,21 +603,59 @@ class Document:
                 self._ix = ix
             ix = self.ix
             ix.touched.clear()
+            ix.attr_deps.clear()
             ix.watched.clear()
             return ix, *_analyse_doc(ix, config=cfg, workspace=workspace, book=book, cached=cached, remote=remote)
 
         ix, findings, entries, found = _settled(run)
-        touched = list(ix.touched)
+        touched = ix.touched + ix.touched_classes()
         watched = set(ix.watched)
-        consulted: list[_RegionEntry | _RemoteEntry] = [*entries, *found.values()]
-        for c in consulted:  # a re-used entry consulted what this run did not record
+        for c in entries:  # a re-used entry consulted what this run did not record
             touched.extend(c.touched)
             watched |= c.watched
+        for r in found.values():
+            r_touched, r_watched = r.consulted()
+            touched.extend(r_touched)
+            watched |= r_watched
         self._cached = _Cached(key, findings, touched, frozenset(watched))
-        self._regions = _RegionCache(key, {en.ident: en for en in entries}, remote=found)
+        self._regions = RegionCache(key, {en.ident: en for en in entries}, remote=found)
         self.last_reused_regions = sum(1 for en in entries if cached is not None and cached.get(en.ident) is en)
         self._facts = facts
         return list(findings)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _statement_words(src: ParsedSource, s: int, t: int, changed: str) -> frozenset[str]:
+    """The words of the edit's text and of the statements it changes: those holding the replaced bytes [s, t) and
+    the nearest token on its line before and after it (what typed text joins). An edit can change what a
+    statement spelling a word says only so (FileIndex.attr_deps)."""
+    words = set(_WORD.findall(changed))
+    data = src.data
+    probes: list[tuple[int, int]] = []
+    if data[s:t].strip():
+        probes.append((s, t))
+    a = s
+    while a > 0 and data[a - 1] in b" \t":
+        a -= 1
+    if a > 0 and data[a - 1] not in b"\r\n":
+        probes.append((a - 1, a))
+    b = t
+    while b < len(data) and data[b] in b" \t":
+        b += 1
+    if b < len(data) and data[b] not in b"\r\n":
+        probes.append((b, b + 1))
+    for x, y in probes:
+        node = src.root.descendant_for_byte_range(x, y)
+        if node is not None:
+            st = src.nav.statement_of(node)
+            words.update(_WORD.findall(data[st.start_byte:st.end_byte].decode("utf-8", "surrogatepass")))
+    return frozenset(words)
+
+
+def _is_word_byte(c: int) -> bool:
+    return c >= 0x80 or c == 0x5F or 0x30 <= c <= 0x39 or 0x41 <= c <= 0x5A or 0x61 <= c <= 0x7A
 
 
 def _function_holding(src: ParsedSource, node: Node | None, s: int, t: int, tail: int | None) -> Node | None:

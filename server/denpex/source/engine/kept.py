@@ -1,11 +1,11 @@
-"""What a Document keeps of an analysis across edits (issue 20): its findings, each capture region's hits and
-those of the importers' regions, with the byte ranges and names they consulted, and how an edit outside all of
-that moves them to their new positions."""
+"""What a Document keeps of an analysis across edits (issue 20): its findings and each capture region's hits, with
+the byte ranges and names they consulted, and how an edit outside all of that moves them to their new positions
+(the importers' regions: units.py)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from denpex.source.model import CallStep, CaptureSite, Fix, Severity, SourceFinding, TextEdit
 from denpex.source.syntax.parse import ParsedSource
@@ -47,18 +47,6 @@ class RegionEntry:
 
 
 @dataclass
-class RemoteEntry:
-    """The hits that the capture regions of another file (one importing this one) produced in this file, and
-    what of this file they consulted; `text` is the importer's text they were computed from."""
-
-    text: str
-    recs: list[Rec]
-    touched: list[tuple[int, int]]
-    watched: frozenset[str]
-
-
-
-@dataclass
 class Cached:
     key: tuple[object, ...]
     findings: list[SourceFinding]
@@ -69,7 +57,8 @@ class Cached:
 @dataclass(frozen=True)
 class Pending:
     """An edit not yet carried into the region entries: inside function [fn_start, fn_end) of the source before
-    it, `changed` its old and new text, bytes [s, t) replaced, the length changed by `delta`."""
+    it, `changed` its old and new text, bytes [s, t) replaced, the length changed by `delta`; `words`: the words of
+    the statements the edit falls in (before it) and of `changed`."""
 
     fn_start: int
     fn_end: int
@@ -78,38 +67,7 @@ class Pending:
     t: int
     delta: int
     edit: TextEdit
-
-
-@dataclass
-class RegionCache:
-    key: tuple[object, ...]
-    entries: dict[tuple[str, int, int, int, int], RegionEntry]
-    pending: list[Pending] = field(default_factory=list)
-    remote: dict[str, RemoteEntry] = field(default_factory=dict)  # by importer path
-
-    def current(self, path: str) -> dict[tuple[str, int, int, int, int], RegionEntry]:
-        """The entries (and remote entries) that survive the pending edits of file `path`, moved to the current
-        positions."""
-        for p in self.pending:
-            kept: dict[tuple[str, int, int, int, int], RegionEntry] = {}
-            for entry in self.entries.values():
-                if consulted(p.fn_start, p.fn_end, p.changed, entry.touched, entry.watched):
-                    continue
-                moved = _shift_entry(entry, p.s, p.t, p.delta, p.edit)
-                if moved is not None:
-                    kept[moved.ident] = moved
-            self.entries = kept
-            remote: dict[str, RemoteEntry] = {}
-            for other, rentry in self.remote.items():
-                if consulted(p.fn_start, p.fn_end, p.changed, rentry.touched, rentry.watched):
-                    continue
-                shifted = _shift_remote(rentry, path, p.s, p.t, p.delta, p.edit)
-                if shifted is not None:
-                    remote[other] = shifted
-            self.remote = remote
-        self.pending.clear()
-        return self.entries
-
+    words: frozenset[str] = frozenset()
 
 
 def consulted(a0: int, b0: int, changed: str, touched: list[tuple[int, int]], watched: frozenset[str]) -> bool:
@@ -128,7 +86,7 @@ def _shift_byte(b: int, s: int, t: int, delta: int) -> int:
     raise ValueError("inside the edit")
 
 
-def _shift_entry(entry: RegionEntry, s: int, t: int, delta: int, e: TextEdit) -> RegionEntry | None:
+def shift_entry(entry: RegionEntry, s: int, t: int, delta: int, e: TextEdit) -> RegionEntry | None:
     try:
         kind, *rest = entry.ident
         a, b, c, d = (_shift_byte(x, s, t, delta) for x in rest)
@@ -140,7 +98,7 @@ def _shift_entry(entry: RegionEntry, s: int, t: int, delta: int, e: TextEdit) ->
             recs.append(replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta),
                                 end_byte=_shift_byte(r.end_byte, s, t, delta), sl=sl, sc=sc, el=el, ec=ec,
                                 site=site, fixes=tuple(_shift_fix(x, e) for x in r.fixes),
-                                steps=_shift_steps(r.steps, r.site.path, e)))
+                                steps=shift_steps(r.steps, r.site.path, e)))
         owner = _shift_byte(entry.owner, s, t, delta) if entry.owner >= 0 else -1
     except ValueError:
         return None
@@ -149,19 +107,13 @@ def _shift_entry(entry: RegionEntry, s: int, t: int, delta: int, e: TextEdit) ->
     return RegionEntry((kind, a, b, c, d), owner, recs, touched, entry.watched)
 
 
-def _shift_remote(entry: RemoteEntry, path: str, s: int, t: int, delta: int, e: TextEdit) -> RemoteEntry | None:
-    """An importer's hits in file `path` after edit `e` of it (their capture sites, in the importer, stay)."""
-    try:
-        recs = [replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta),
-                        end_byte=_shift_byte(r.end_byte, s, t, delta), sl=sl, sc=sc, el=el, ec=ec,
-                        fixes=tuple(_shift_fix(x, e) for x in r.fixes), steps=_shift_steps(r.steps, path, e))
-                for r in entry.recs
-                for (sl, sc), (el, ec) in [(_shift_point(r.sl, r.sc, e), _shift_point(r.el, r.ec, e))]]
-    except ValueError:
-        return None
-    touched = [(x + delta if x >= t else x, y + delta if y >= t else y) for x, y in entry.touched
-               if not (x < t and s < y)]
-    return RemoteEntry(entry.text, recs, touched, entry.watched)
+def shift_rec(r: Rec, path: str, s: int, t: int, delta: int, e: TextEdit) -> Rec:
+    """A hit of another file's capture region in file `path` after edit `e` of it (its capture site, in that
+    file, stays)."""
+    (sl, sc), (el, ec) = _shift_point(r.sl, r.sc, e), _shift_point(r.el, r.ec, e)
+    return replace(r, start_byte=_shift_byte(r.start_byte, s, t, delta), end_byte=_shift_byte(r.end_byte, s, t, delta),
+                   sl=sl, sc=sc, el=el, ec=ec, fixes=tuple(_shift_fix(x, e) for x in r.fixes),
+                   steps=shift_steps(r.steps, path, e))
 
 
 def _shift_point(line: int, col: int, e: TextEdit) -> tuple[int, int]:
@@ -177,7 +129,7 @@ def _shift_point(line: int, col: int, e: TextEdit) -> tuple[int, int]:
     return line + nl - (e.end_line - e.start_line), col
 
 
-def _shift_steps(steps: tuple[CallStep, ...], path: str, e: TextEdit) -> tuple[CallStep, ...]:
+def shift_steps(steps: tuple[CallStep, ...], path: str, e: TextEdit) -> tuple[CallStep, ...]:
     """The call path after edit `e` of file `path` (steps in other files do not move)."""
     out = []
     for st in steps:
@@ -212,7 +164,7 @@ def shift_cached(c: Cached, old: ParsedSource, new: ParsedSource, e: TextEdit) -
                 site = CaptureSite(site.path, _shift_point(site.line, 0, e)[0], site.kind)
             out.append(replace(
                 f, start_line=sl, start_col=sc, end_line=el, end_col=ec, capture_site=site,
-                fixes=tuple(_shift_fix(x, e) for x in f.fixes), call_path=_shift_steps(f.call_path, f.path, e),
+                fixes=tuple(_shift_fix(x, e) for x in f.fixes), call_path=shift_steps(f.call_path, f.path, e),
                 suppression=_shift_fix(f.suppression, e) if f.suppression is not None else None,
             ))
     except ValueError:

@@ -13,6 +13,7 @@ only call following recurses, bounded by the call depth.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
 from tree_sitter import Node
 
@@ -59,6 +60,13 @@ _NOT_NONE_KINDS = frozenset({"tensor", "scalar", "str", "bool", "module", "strea
 _FOLD_DEPTH = 8
 
 
+class EntryRecorder(Protocol):
+    path: str
+
+    def entry(self, w: CaptureWalker, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str,
+              branch: str | None, step: CallStep | None, maybe: str | None, call: Node | None, pre: Env) -> None: ...
+
+
 class CaptureWalker:
     def __init__(self, region: CaptureRegion, resolver: Resolver, sink: Sink, rules: RuleSet, *,
                  guards: frozenset[str], max_depth: int) -> None:
@@ -69,16 +77,20 @@ class CaptureWalker:
         self.guards = guards
         self.max_depth = min(max_depth, MAX_CALL_DEPTH)
         # functions entered, with the branch on the path that entered them (None: entered unconditionally)
-        self.visited: dict[tuple[int, int], str | None] = {}
+        # keyed by (path, start byte) of the function, not node ids: a walk's state carried across an edit of one
+        # file (engine/units.py) names the functions of the others as before and that file's by shifted offsets
+        self.visited: dict[tuple[str, int], str | None] = {}
         # functions whose walk took a branch decision from a parameter left at its default, with the parameters
         # every entry so far left at their defaults: a call that passes one of them enters the function again
-        self.default_used: dict[tuple[int, int], frozenset[str]] = {}
+        self.default_used: dict[tuple[str, int], frozenset[str]] = {}
         self.guard_wrappers: dict[tuple[int, str], bool] = {}  # (file index, function name) -> returns a guard
         self.region_stmt_ids = {s.id for s in region.stmts}
         self.torch = F.torch_alias(region.ix)
         self.fixes = RegionFixBuilder(region, resolver, self.torch)
-        self.state: dict[str, object] = {}
-        self._warm_memo: dict[frozenset[str], bool] = {}
+        self.state: dict[object, object] = {}
+        self.warm_memo: dict[frozenset[str], bool] = {}
+        # engine/units.Recorder: takes the entries into one file's functions (None: every entry is walked here)
+        self.recorder: EntryRecorder | None = None
 
     # ---- driving -----------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -100,17 +112,24 @@ class CaptureWalker:
     def enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str,
               branch: str | None = None, step: CallStep | None = None, maybe: str | None = None,
               call: Node | None = None, pre: Env = EMPTY_ENV) -> None:
-        if frame.depth >= self.max_depth:
+        rec = self.recorder
+        if rec is not None and ix.path == rec.path:
+            rec.entry(self, ix, fn, env, frame, label, branch, step, maybe, call, pre)
+        else:
+            self.walk_entry(ix, fn, env, frame, label, branch, step, maybe, call, pre)
+
+    def walk_entry(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, label: str,
+                   branch: str | None = None, step: CallStep | None = None, maybe: str | None = None,
+                   call: Node | None = None, pre: Env = EMPTY_ENV) -> None:
+        if not self.would_enter(ix, fn, env, frame, branch, maybe, call, pre):
             return
-        key = (id(ix), fn.node.id)
+        key = (ix.path, fn.node.start_byte)
         doubt = branch or maybe or frame.maybe
         defaulted = _defaulted(ix, fn, env, pre, call)
         if key in self.visited and (self.visited[key] is None or doubt is not None):
             used = self.default_used.get(key)
-            names = frozenset(n for n, _ in defaulted)
-            if used is None or used <= names:
-                return  # entered already (a function first reached in doubt is entered again when reached without)
-            self.default_used[key] = used & names
+            assert used is not None
+            self.default_used[key] = used & frozenset(n for n, _ in defaulted)
         self.visited[key] = doubt
         ix.touched.append((fn.node.start_byte, fn.node.end_byte))
         body = fn.body
@@ -120,6 +139,19 @@ class CaptureWalker:
         child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch, steps, frame.maybe or maybe,
                       defaulted)
         self._walk([body], child)
+
+    def would_enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, branch: str | None,
+                    maybe: str | None, call: Node | None, pre: Env) -> bool:
+        """`walk_entry` walks the function's body (it changes nothing when not)."""
+        if frame.depth >= self.max_depth:
+            return False
+        key = (ix.path, fn.node.start_byte)
+        if key in self.visited and (self.visited[key] is None or (branch or maybe or frame.maybe) is not None):
+            used = self.default_used.get(key)
+            # entered already (a function first reached in doubt is entered again when reached without), unless
+            # its walk read a default this call passes
+            return not (used is None or used <= frozenset(n for n, _ in _defaulted(ix, fn, env, pre, call)))
+        return True
 
     def report(self, hazard: str, node: Node, frame: Frame, fixes: list[Fix | None] | None = None,
                severity: Severity | None = None, message: str | None = None) -> None:
@@ -250,9 +282,9 @@ class CaptureWalker:
         caches of the code it captures: rules/_lazy_init.warmed_up), or every caller of the capturing function
         does so first."""
         on_path = path_functions(frame.chain)
-        hit = self._warm_memo.get(on_path)
+        hit = self.warm_memo.get(on_path)
         if hit is None:
-            hit = self._warm_memo[on_path] = warmed_up(self.region, None, on_path) or warmed_by_callers(
+            hit = self.warm_memo[on_path] = warmed_up(self.region, None, on_path) or warmed_by_callers(
                 self.resolver, self.region, on_path)
         return hit
 
@@ -315,7 +347,7 @@ class CaptureWalker:
         if default is not None and self._is_param_read(node, frame):
             v = const_value(frame.ix, default)
             if frame.func is not None and v is not _UNKNOWN:
-                key = (id(frame.ix), frame.func.node.id)
+                key = (frame.ix.path, frame.func.node.start_byte)
                 self.default_used.setdefault(key, frozenset(n for n, _ in frame.defaulted))
             return _UNKNOWN if v is _UNKNOWN else (None if v is None else _NOT_NONE)
         b = frame.env.get(name) if self._is_param_read(node, frame) else None

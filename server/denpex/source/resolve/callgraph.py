@@ -103,6 +103,10 @@ class Resolver:
     def __post_init__(self) -> None:
         self.values = Values(self.lookup_module, self.files_with)
 
+    def busy(self) -> bool:
+        """A parameter's callables are under way (see Values.busy)."""
+        return bool(self._open)
+
     # ---- entry points ------------------------------------------------------------------------------------
     def resolve_call(self, ix: FileIndex, call: Node, env: Env) -> list[Target]:
         func = call.child_by_field_name("function")
@@ -385,7 +389,7 @@ class Resolver:
             found = self._method(ix, cls, name)
             if found is not None:
                 return [Target(found[0], found[1], EMPTY_ENV, f"self.{name}")]
-            entry = ix.class_self_attrs(cls).get(name)
+            entry = ix.class_self_attr(cls, name)
             if entry is not None:
                 value = strip_parens(entry[0])
                 if value.type == "call":
@@ -434,7 +438,7 @@ class Resolver:
             if o is not None and a is not None and ix.text(o) == "self":
                 cls = ix.enclosing_class(obj)
                 if cls is not None:
-                    entry = ix.class_self_attrs(cls).get(ix.text(a))
+                    entry = ix.class_self_attr(cls, ix.text(a))
                     if entry is not None and strip_parens(entry[0]).type == "call":
                         return self._class_of_call(ix, strip_parens(entry[0]))
             return None

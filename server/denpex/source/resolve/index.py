@@ -220,6 +220,10 @@ class FileIndex:
         self._scopes: dict[int, Scope] = {}
         # byte ranges whose contents the last analysis consulted (for incremental reuse of findings)
         self.touched: list[tuple[int, int]] = []
+        # (a, b, name): an answer read the statements of class [a, b) that spell `name` (`self.name`'s writes): an
+        # edit inside a method changes it only in such a statement (kept.Pending.words). Where a reuse does not look
+        # at these (engine/units.py does), they count as the whole class (`touched_classes`)
+        self.attr_deps: list[tuple[int, int, str]] = []
         # names whose every mention in the file the last analysis consulted (a module-level graph's replays):
         # an edit anywhere that spells one of them is not local
         self.watched: set[str] = set()
@@ -301,8 +305,25 @@ class FileIndex:
         n = p.child_by_field_name("name")
         return self.classes.get(self.text(n)) if n is not None else None
 
-    def class_self_attrs(self, cls: ClassInfo) -> dict[str, tuple[Node, FuncInfo]]:
-        self.touched.append((cls.node.start_byte, cls.node.end_byte))
+    def touch_mentions(self, cls: ClassInfo, name: str) -> None:
+        """Record what an answer about `self.name` in `cls` depends on: the class header, and the statements of its
+        methods that spell `name` (`attr_deps`). An edit elsewhere in the class writes no `self.name` without
+        spelling the name (watched), and the methods themselves change only with edits Document keeps nothing
+        across."""
+        self.touched.append(class_header(cls))
+        self.watched.add(name)
+        self.attr_deps.append((cls.node.start_byte, cls.node.end_byte, name))
+
+    def touched_classes(self, start: int = 0) -> list[tuple[int, int]]:
+        """`attr_deps`' entries from `start` on as the ranges of their classes."""
+        return [(a, b) for a, b, _name in self.attr_deps[start:]]
+
+    def class_self_attr(self, cls: ClassInfo, name: str) -> tuple[Node, FuncInfo] | None:
+        """The first `self.name = v` of the class's methods, as (v, method)."""
+        self.touch_mentions(cls, name)
+        return self._class_self_attrs(cls).get(name)
+
+    def _class_self_attrs(self, cls: ClassInfo) -> dict[str, tuple[Node, FuncInfo]]:
         if not cls.self_attrs:
             for m in cls.methods.values():
                 body = m.body
@@ -435,3 +456,9 @@ def scope_binding_nodes(body: Node, data: bytes) -> list[Node]:
                 continue
             stack.append(c)
     return out
+
+
+def class_header(cls: ClassInfo) -> tuple[int, int]:
+    """The bytes of a class statement before its body (name, bases, keywords)."""
+    body = cls.node.child_by_field_name("body")
+    return (cls.node.start_byte, body.start_byte if body is not None else cls.node.end_byte)

@@ -161,7 +161,7 @@ def _kind(ix: FileIndex, node: Node, depth: int, params: ParamKinds | None) -> K
             if obj.type == "identifier" and ix.text(obj) == "self":
                 cls = ix.enclosing_class(node)
                 if cls is not None:
-                    entry = ix.class_self_attrs(cls).get(a)
+                    entry = ix.class_self_attr(cls, a)
                     if entry is not None:
                         return kind(ix, entry[0], depth + 1, params)
                 return UNKNOWN

@@ -31,6 +31,7 @@ from denpex.source.resolve.index import (
     FuncInfo,
     Kind,
     Scope,
+    class_header,
     positional,
 )
 from denpex.source.syntax.parse import strip_parens
@@ -177,6 +178,18 @@ class Values:
         self.targets_memo.clear()
         self._mro.clear()
         self._kinds.clear()
+
+    def memos(self) -> tuple[dict[Any, Any], ...]:
+        return (self._memo, self._params, self.targets_memo, self._mro, self._kinds)
+
+    def set_memos(self, memos: tuple[dict[Any, Any], ...] | None) -> None:
+        """Put back `memos()`'s answers, or (None) start with none: engine/units.py walks an entry apart."""
+        m = memos if memos is not None else ({}, {}, {}, {}, {})
+        self._memo, self._params, self.targets_memo, self._mro, self._kinds = m
+
+    def busy(self) -> bool:
+        """An answer is under way (its cycle guards are set)."""
+        return bool(self._active or self._open)
 
     # ---- expressions -------------------------------------------------------------------------------------
     def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
@@ -463,7 +476,7 @@ class Values:
     def self_assignments(self, ix: FileIndex, cls: ClassInfo, name: str) -> list[tuple[Node, FuncInfo]]:
         """Every `self.name = v`, `self.name.append(v)` / `.extend(v)` (v's elements) and `self.name[k] = v` in
         the methods of `cls`, as (v, method) (one table per class, callsites.py)."""
-        ix.touched.append((cls.node.start_byte, cls.node.end_byte))
+        ix.touch_mentions(cls, name)
         ix.src.need_word(name)
         return callsites.self_writes(ix, cls, name)
 
@@ -637,7 +650,9 @@ class Values:
         if found is not None:
             return found
         self._mro[key] = [(ix, cls)]  # a cyclic hierarchy stops here
-        ix.touched.append((cls.node.start_byte, cls.node.end_byte))
+        # the bases: an edit inside a method body changes no base and no method name (Document keeps nothing
+        # after one that spells `def`/`class` or moves a function's end)
+        ix.touched.append(class_header(cls))
         seqs: list[list[tuple[FileIndex, ClassInfo]]] = []
         direct: list[tuple[FileIndex, ClassInfo]] = []
         for b in cls.bases:

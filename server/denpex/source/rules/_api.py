@@ -101,7 +101,7 @@ class Walk(Protocol):
     @property
     def fixes(self) -> RegionFixes: ...
 
-    state: dict[str, object]  # per capture region, keyed by rule id: what a rule remembers while walking
+    state: dict[object, object]  # per capture region, keyed by rule id: what a rule remembers while walking
 
     def direct(self, stmt: Node, frame: Frame) -> bool:
         """`stmt` is a statement of the capture region itself (a fix may move it), not of a called function."""

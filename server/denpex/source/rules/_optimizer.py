@@ -183,7 +183,7 @@ def report_loaded_state(w: Walk, c: CallSite, hazard: str) -> None:
                    found.message))
 
 
-def loaded_state_of(state: dict[str, object], region: CaptureRegion, c: CallSite, step: Step) -> LoadedState | None:
+def loaded_state_of(state: dict[object, object], region: CaptureRegion, c: CallSite, step: Step) -> LoadedState | None:
     """`loaded_state` of a captured step of a capturable optimizer in the capture's own file, computed once per
     region and constructor (two rules read it)."""
     if not step.capturable_true or c.ix is not region.ix or step.home is not c.ix or not c.ix.has(b"load_state_dict"):

@@ -36,12 +36,11 @@ def _visit(w: Walk, node: Node, frame: Frame) -> None:
     """Look at the capture guards of each function the capture runs (and of the region itself) once."""
     if w.region.kind == "compile":
         return  # Dynamo traces the eager side (the guard is False while tracing): the graph is that side
-    seen = w.state.setdefault(_RULE, set())
-    assert isinstance(seen, set)
-    key = (id(frame.ix), frame.func.node.id if frame.func is not None else -1)
-    if key in seen:
+    # one flag per function, keyed as walker.visited (an entry's writes are compared across edits: units.py)
+    key = (_RULE, frame.ix.path, frame.func.node.start_byte if frame.func is not None else -1)
+    if w.state.get(key):
         return
-    seen.add(key)
+    w.state[key] = True
     if frame.func is not None:
         body = frame.func.body
         roots = [body] if body is not None else []

@@ -1,0 +1,219 @@
+"""A keystroke in a file that another file's capture reaches re-walks only the capture's entries into the edited
+function (engine/units.py), and the findings always equal a fresh analysis."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from denpex.source import TextEdit, Workspace
+from denpex.source.engine import walker
+from denpex.source.engine.analyse import Document, analyse_source
+
+LIB = '''import torch
+
+
+def scale(t):
+    m = t.abs()
+    return m * 2
+
+
+def shift(t):
+    k = t + 1
+    return k
+
+
+def both(t):
+    return shift(t)
+'''
+
+TRAIN = '''import torch
+
+from lib import scale, shift
+
+
+def prepare(x):
+    a = x * 3
+    b = a - 1
+    return b
+
+
+def run():
+    x = torch.randn(8, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = prepare(x)
+        z = scale(y)
+        w = shift(z)
+    g.replay()
+'''
+
+
+@pytest.fixture
+def walked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The functions whose bodies the walker walks (None: a region's own statements)."""
+    names: list[str] = []
+    real = walker.CaptureWalker._walk
+
+    def spy(self: walker.CaptureWalker, roots: list[Any], frame: Any) -> None:
+        names.append(frame.func.name if frame.func is not None else "<region>")
+        real(self, roots, frame)
+
+    monkeypatch.setattr(walker.CaptureWalker, "_walk", spy)
+    yield names
+
+
+def _workspace() -> Workspace:
+    ws = Workspace()
+    ws.add_file("lib.py", LIB)
+    ws.add_file("train.py", TRAIN)
+    return ws
+
+
+def _edit(ws: Workspace, row_text: str, new: str, at_end: bool = True) -> str:
+    lines = (ws.text("lib.py") or "").split("\n")
+    row = next(i for i, line in enumerate(lines) if line.startswith(row_text))
+    col = len(lines[row]) if at_end else 0
+    ws.edit_file("lib.py", [TextEdit(row, col, row, col, new)])
+    return ws.text("lib.py") or ""
+
+
+def _fresh(ws: Workspace, text: str) -> list[object]:
+    return [f for f in Document("lib.py", text).analyse(workspace=ws) if f.path == "lib.py"]
+
+
+def test_an_edit_inside_one_function_rewalks_only_the_entries_into_it(walked: list[str]) -> None:
+    ws = _workspace()
+    assert analyse_source(LIB, "lib.py", workspace=ws) == []
+    assert {"<region>", "prepare", "scale", "shift"} <= set(walked)
+    for new in (" ", "  # note"):
+        walked.clear()
+        text = _edit(ws, "    m = t.abs()", new)
+        found = analyse_source(text, "lib.py", workspace=ws)
+        assert walked == ["scale"]  # not the region, prepare() or shift(): their walks are kept
+        assert found == _fresh(ws, text)
+
+
+def test_a_hazard_typed_into_a_reached_function_is_found_and_moves(walked: list[str]) -> None:
+    ws = _workspace()
+    analyse_source(LIB, "lib.py", workspace=ws)
+    walked.clear()
+    text = _edit(ws, "    m = t.abs()", "\n    v = m.item()")
+    found = analyse_source(text, "lib.py", workspace=ws)
+    assert walked == ["scale"]
+    assert [f.rule for f in found] == ["capture-item-sync"]
+    assert found == _fresh(ws, text)
+    walked.clear()
+    text = _edit(ws, "    k = t + 1", "\n    print(k)")  # in shift(), below: scale()'s finding is kept, moved
+    found = analyse_source(text, "lib.py", workspace=ws)
+    assert walked == ["shift"]
+    assert found == _fresh(ws, text)
+    assert len(found) == 2
+
+
+def test_an_entry_that_changes_what_the_walk_visits_rewalks_the_region(walked: list[str]) -> None:
+    # scale() now calls shift() first: the capture's later call of shift() finds it visited, so keeping the rest
+    # of the recorded walk would be wrong; the region is walked again
+    ws = _workspace()
+    analyse_source(LIB, "lib.py", workspace=ws)
+    walked.clear()
+    text = _edit(ws, "    m = t.abs()", "\n    m = both(m)")
+    found = analyse_source(text, "lib.py", workspace=ws)
+    assert "<region>" in walked
+    assert found == _fresh(ws, text)
+
+
+def test_edits_in_a_row_equal_fresh_analyses() -> None:
+    ws = _workspace()
+    analyse_source(LIB, "lib.py", workspace=ws)
+    steps = [("    m = t.abs()", "\n    q = float(m.sum())"), ("    k = t + 1", " "), ("    return m * 2", " "),
+             ("    k = t + 1", "\n    k.cpu()"), ("    return k", "  # done")]
+    for row_text, new in steps:
+        text = _edit(ws, row_text, new)
+        assert analyse_source(text, "lib.py", workspace=ws) == _fresh(ws, text)
+
+
+HOLDER = '''import torch
+
+
+def good(t):
+    return t * 2
+
+
+def bad(t):
+    return t.item()
+
+
+class Holder:
+    def __init__(self):
+        self.fn = bad
+        self.buf = torch.zeros(4, device="cuda")
+
+    def run(self, x):
+        return self.fn(x) + self.buf
+
+    def resize(self, n):
+        self.f = good
+        self.size = n
+        self.count = 0
+'''
+
+CAPTURE = '''import torch
+
+from holder import Holder
+
+
+def main():
+    h = Holder()
+    x = torch.randn(4, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = h.run(x)
+    g.replay()
+'''
+
+
+def _holder() -> Workspace:
+    ws = Workspace()
+    ws.add_file("holder.py", HOLDER)
+    ws.add_file("capture.py", CAPTURE)
+    return ws
+
+
+def _edit_holder(ws: Workspace, row_text: str, new: str) -> str:
+    """Type `new` in the first line starting with `row_text` (less its `|`), at the `|` (else at its end)."""
+    lines = (ws.text("holder.py") or "").split("\n")
+    row = next(i for i, line in enumerate(lines) if line.startswith(row_text.replace("|", "")))
+    col = row_text.index("|") if "|" in row_text else len(row_text)
+    ws.edit_file("holder.py", [TextEdit(row, col, row, col, new)])
+    return ws.text("holder.py") or ""
+
+
+def test_an_edit_in_a_method_that_spells_none_of_the_attributes_read_walks_nothing(walked: list[str]) -> None:
+    # run() reads self.fn and self.buf: what the class's methods assign them was consulted, not resize()
+    ws = _holder()
+    first = analyse_source(HOLDER, "holder.py", workspace=ws)
+    assert [f.rule for f in first] == ["capture-item-sync"]
+    walked.clear()
+    text = _edit_holder(ws, "        self.size = n", " + 1")
+    found = analyse_source(text, "holder.py", workspace=ws)
+    assert walked == []
+    assert found == _fresh_holder(ws, text)
+
+
+def test_typing_the_last_letter_of_an_attribute_read_is_seen(walked: list[str]) -> None:
+    # `self.f = good` becomes `self.fn = good` by typing one letter: the typed text is only "n", but the word it
+    # completes is one that run() read, so run()'s entry is walked again
+    ws = _holder()
+    analyse_source(HOLDER, "holder.py", workspace=ws)
+    walked.clear()
+    text = _edit_holder(ws, "        self.f| = good", "n")
+    found = analyse_source(text, "holder.py", workspace=ws)
+    assert "run" in walked and "<region>" not in walked
+    assert found == _fresh_holder(ws, text)
+
+
+def _fresh_holder(ws: Workspace, text: str) -> list[object]:
+    return [f for f in Document("holder.py", text).analyse(workspace=ws) if f.path == "holder.py"]
