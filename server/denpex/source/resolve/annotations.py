@@ -17,15 +17,29 @@ _TYPING = ("typing", "typing_extensions")
 _MAX_PARTS = 8  # members of one annotation followed (a Union of more is not worth a guess)
 
 
-def _typing_name(ix: FileIndex, head: Node) -> str | None:
-    """`Optional` / `Union` when `head` spells typing's (imported by name, or through the module)."""
+def _generic(n: Node) -> tuple[Node, list[Node]] | None:
+    """(head, arguments) of `A[B, C]`: the grammar spells it a generic_type after a plain name (`Optional[A]`)
+    and a subscript after a dotted one (`typing.Optional[A]`); None for any other node."""
+    if n.type == "generic_type" and n.named_child_count == 2:
+        head, params = n.named_children
+        return (head, list(params.named_children)) if params.type == "type_parameter" else None
+    if n.type == "subscript" and (value := n.child_by_field_name("value")) is not None:
+        return value, n.children_by_field_name("subscript")
+    return None
+
+
+def _spells(ix: FileIndex, head: Node, names: set[str] | tuple[str, ...], modules: tuple[str, ...]) -> bool:
+    """`head` names one of `names` of one of `modules` (imported by name, or through the module)."""
     text = ix.text(head).replace(" ", "")
-    name = text.rsplit(".", 1)[-1]
-    if name not in ("Optional", "Union"):
-        return None
+    if text.rsplit(".", 1)[-1] not in names:
+        return False
     full = ix.imports.resolve_dotted(text)
-    module = full.rsplit(".", 1)[0] if "." in full else ""
-    return name if module in _TYPING else None
+    return (full.rsplit(".", 1)[0] if "." in full else "") in modules
+
+
+def _unwrapped(n: Node) -> Node:
+    """The grammar wraps each annotation, and each argument of a generic, in a `type` node."""
+    return n.named_children[0] if n.type == "type" and n.named_child_count == 1 else n
 
 
 def annotated_types(ix: FileIndex, ann: Node) -> list[Node]:
@@ -35,21 +49,13 @@ def annotated_types(ix: FileIndex, ann: Node) -> list[Node]:
     out: list[Node] = []
     todo = [ann]
     while todo and len(out) <= _MAX_PARTS:
-        n = todo.pop()
-        if n.type == "type" and n.named_child_count == 1:
-            n = n.named_children[0]  # the grammar wraps each annotation, and each member of a generic
+        n = _unwrapped(todo.pop())
         if n.type in ("none", "string") or (n.type == "identifier" and ix.text(n) == "None"):
             continue
-        if n.type == "generic_type" and n.named_child_count == 2:  # `Optional[A]` (a plain name before `[`)
-            head, params = n.named_children
-            if params.type == "type_parameter" and _typing_name(ix, head) is not None:
-                todo.extend(reversed(params.named_children))
-                continue
-        if n.type == "subscript":  # `typing.Optional[A]` (a dotted name before `[`)
-            value = n.child_by_field_name("value")
-            if value is not None and _typing_name(ix, value) is not None:
-                todo.extend(reversed(n.children_by_field_name("subscript")))
-                continue
+        generic = _generic(n)
+        if generic is not None and _spells(ix, generic[0], ("Optional", "Union"), _TYPING):
+            todo.extend(reversed(generic[1]))
+            continue
         if n.type == "binary_operator" and (op := n.child_by_field_name("operator")) is not None and \
                 op.type == "|":
             left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
@@ -69,26 +75,12 @@ _ABC = ("typing", "typing_extensions", "collections.abc", "collections")
 def container_elements(ix: FileIndex, n: Node) -> list[Node] | None:
     """The element annotations of `List[A]`, `Sequence[A]`, `tuple[A, B]`, `list[A]` ... (typing's, collections.abc's
     or the builtins'), None for any other annotation. `Tuple[A, ...]`'s ellipsis is no element."""
-    if n.type == "generic_type" and n.named_child_count == 2:
-        head, params = n.named_children
-        args = params.named_children if params.type == "type_parameter" else []
-    elif n.type == "subscript" and (value := n.child_by_field_name("value")) is not None:
-        head, args = value, n.children_by_field_name("subscript")
-    else:
+    generic = _generic(n)
+    if generic is None:
         return None
+    head, args = generic
     text = ix.text(head).replace(" ", "")
-    name = text.rsplit(".", 1)[-1]
-    if "." not in text and name in _BUILTIN_CONTAINERS and ix.imports.lookup(name) is None:
-        pass  # the builtin itself (`list[A]`), not a name the file rebinds
-    elif name in _CONTAINERS:
-        full = ix.imports.resolve_dotted(text)
-        if (full.rsplit(".", 1)[0] if "." in full else "") not in _ABC:
-            return None
-    else:
-        return None
-    out = []
-    for a in args:
-        a = a.named_children[0] if a.type == "type" and a.named_child_count == 1 else a
-        if a.type != "ellipsis":
-            out.append(a)
-    return out
+    builtin = "." not in text and text in _BUILTIN_CONTAINERS and ix.imports.lookup(text) is None
+    if not builtin and not _spells(ix, head, _CONTAINERS, _ABC):
+        return None  # neither the builtin itself (`list[A]`, not a name the file rebinds) nor typing's / abc's
+    return [a for a in map(_unwrapped, args) if a.type != "ellipsis"]

@@ -226,10 +226,9 @@ def _return_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: Pa
 
     kinds: list[Kind] = []
     for n in _own_returns(ix, fn):
-        if n.type == "return_statement":
-            if not n.named_child_count:
-                return UNKNOWN
-            kinds.append(kind(ix, n.named_children[0], depth + 1, callee_params))
+        if not n.named_child_count:
+            return UNKNOWN
+        kinds.append(kind(ix, n.named_children[0], depth + 1, callee_params))
     if not kinds or any(k.cat != kinds[0].cat for k in kinds) or kinds[0].cat not in ("tensor", "scalar"):
         return UNKNOWN
     return Kind(kinds[0].cat, kinds[0].device, is_bool=all(k.is_bool for k in kinds))

@@ -418,8 +418,7 @@ class Values:
         ann = fn.func.node.child_by_field_name("return_type")
         if ann is None:
             return []
-        found = _union([Inst(v.ix, v.cls, None) for v in self.of(fn.ix, part, depth + 1) if isinstance(v, ClassRef)]
-                       for part in annotated_types(fn.ix, ann))
+        found = self._annotated_instances(fn.ix, ann, depth)
         if len(found) > 1:
             self.guessed |= GUESS_CALLERS  # either class, not necessarily the one returned here
         return found
@@ -519,9 +518,14 @@ class Values:
         elems = container_elements(ix, part)
         if elems is None:
             return [Inst(v.ix, v.cls, None) if isinstance(v, ClassRef) else v for v in self.of(ix, part, depth + 1)]
-        inner = _union([Inst(v.ix, v.cls, None) for v in self.of(ix, t, depth + 1) if isinstance(v, ClassRef)]
-                       for e in elems for t in annotated_types(ix, e))
+        inner = _union(self._annotated_instances(ix, e, depth) for e in elems)
         return [Seq(tuple(inner))] if inner else []
+
+    def _annotated_instances(self, ix: FileIndex, ann: Node, depth: int) -> list[Value]:
+        """Instances of the workspace classes an annotation names (`A`, `Optional[A]`, `A | B`); a library type
+        gives none."""
+        return _union([Inst(v.ix, v.cls, None) for v in self.of(ix, part, depth + 1) if isinstance(v, ClassRef)]
+                      for part in annotated_types(ix, ann))
 
     def from_callers(self, ix: FileIndex, fn: FuncInfo, name: str) -> list[Value]:
         """The union of the arguments bound to parameter `name` of `fn` at its call sites in the workspace (for
