@@ -43,6 +43,13 @@ def first_publish(tmp: Path, cache: Path, name: str, **extra: str) -> list[list[
     return publishes
 
 
+def _run_probe(probe: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    """`python -c probe` in a fresh process whose per-user cache is under `cache`."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    env.pop("DENPEX_CACHE_DIR", None)
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+
+
 def test_start_code_is_cached_after_the_first_diagnostics_and_read_back_alike(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cold = first_publish(tmp_path, cache, "cold")
@@ -71,9 +78,7 @@ def test_re_compile_is_restored_after_the_early_part(tmp_path: Path) -> None:
         "assert _compiler.compile is own\n"
         "print('ok')\n"
     )
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    env.pop("DENPEX_CACHE_DIR", None)
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+    done = _run_probe(probe, tmp_path / "cache")
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
     assert list((tmp_path / "cache" / "denpex").glob("re-code-*.marshal"))
 
@@ -125,7 +130,5 @@ def test_the_cycle_collector_is_back_on_after_the_early_part(tmp_path: Path) -> 
         "boot.serve_stdio(Server)\n"
         "print(seen)\n"
     )
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    env.pop("DENPEX_CACHE_DIR", None)
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+    done = _run_probe(probe, tmp_path / "cache")
     assert done.returncode == 0 and done.stdout.strip() == "[False, True]", done.stderr

@@ -72,16 +72,17 @@ def _workspace() -> Workspace:
     return ws
 
 
-def _edit(ws: Workspace, row_text: str, new: str, at_end: bool = True) -> str:
-    lines = (ws.text("lib.py") or "").split("\n")
-    row = next(i for i, line in enumerate(lines) if line.startswith(row_text))
-    col = len(lines[row]) if at_end else 0
-    ws.edit_file("lib.py", [TextEdit(row, col, row, col, new)])
-    return ws.text("lib.py") or ""
+def _edit(ws: Workspace, row_text: str, new: str, path: str = "lib.py") -> str:
+    """Type `new` in `path`'s first line starting with `row_text` (less its `|`), at the `|` (else at the line's end)."""
+    lines = (ws.text(path) or "").split("\n")
+    row = next(i for i, line in enumerate(lines) if line.startswith(row_text.replace("|", "")))
+    col = row_text.index("|") if "|" in row_text else len(lines[row])
+    ws.edit_file(path, [TextEdit(row, col, row, col, new)])
+    return ws.text(path) or ""
 
 
-def _fresh(ws: Workspace, text: str) -> list[object]:
-    return [f for f in Document("lib.py", text).analyse(workspace=ws) if f.path == "lib.py"]
+def _fresh(ws: Workspace, text: str, path: str = "lib.py") -> list[object]:
+    return [f for f in Document(path, text).analyse(workspace=ws) if f.path == path]
 
 
 def test_an_edit_inside_one_function_rewalks_only_the_entries_into_it(walked: list[str]) -> None:
@@ -182,25 +183,16 @@ def _holder() -> Workspace:
     return ws
 
 
-def _edit_holder(ws: Workspace, row_text: str, new: str) -> str:
-    """Type `new` in the first line starting with `row_text` (less its `|`), at the `|` (else at its end)."""
-    lines = (ws.text("holder.py") or "").split("\n")
-    row = next(i for i, line in enumerate(lines) if line.startswith(row_text.replace("|", "")))
-    col = row_text.index("|") if "|" in row_text else len(row_text)
-    ws.edit_file("holder.py", [TextEdit(row, col, row, col, new)])
-    return ws.text("holder.py") or ""
-
-
 def test_an_edit_in_a_method_that_spells_none_of_the_attributes_read_walks_nothing(walked: list[str]) -> None:
     # run() reads self.fn and self.buf: what the class's methods assign them was consulted, not resize()
     ws = _holder()
     first = analyse_source(HOLDER, "holder.py", workspace=ws)
     assert [f.rule for f in first] == ["capture-item-sync"]
     walked.clear()
-    text = _edit_holder(ws, "        self.size = n", " + 1")
+    text = _edit(ws, "        self.size = n", " + 1", "holder.py")
     found = analyse_source(text, "holder.py", workspace=ws)
     assert walked == []
-    assert found == _fresh_holder(ws, text)
+    assert found == _fresh(ws, text, "holder.py")
 
 
 def test_typing_the_last_letter_of_an_attribute_read_is_seen(walked: list[str]) -> None:
@@ -209,11 +201,7 @@ def test_typing_the_last_letter_of_an_attribute_read_is_seen(walked: list[str]) 
     ws = _holder()
     analyse_source(HOLDER, "holder.py", workspace=ws)
     walked.clear()
-    text = _edit_holder(ws, "        self.f| = good", "n")
+    text = _edit(ws, "        self.f| = good", "n", "holder.py")
     found = analyse_source(text, "holder.py", workspace=ws)
     assert "run" in walked and "<region>" not in walked
-    assert found == _fresh_holder(ws, text)
-
-
-def _fresh_holder(ws: Workspace, text: str) -> list[object]:
-    return [f for f in Document("holder.py", text).analyse(workspace=ws) if f.path == "holder.py"]
+    assert found == _fresh(ws, text, "holder.py")

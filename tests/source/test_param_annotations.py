@@ -43,33 +43,35 @@ def capture(x):
 """
 
 
-def _flagged(annotation: str, scalers: str = SCALERS) -> list[tuple[int, str, str]]:
+def _scaler_findings(capture: str, scalers: str = SCALERS) -> list[tuple[int, str]]:
+    """(line, severity) of the findings in scalers.py, with `capture` as capture.py."""
     ws = Workspace()
     ws.add_text("scalers.py", scalers)
-    ws.add_text("capture.py", CAPTURE.replace("ANNOTATION", annotation))
-    found = analyse_workspace(ws)["scalers.py"]
-    return sorted((f.start_line + 1, f.code, f.severity) for f in found)
+    ws.add_text("capture.py", capture)
+    return sorted((f.start_line + 1, f.severity) for f in analyse_workspace(ws)["scalers.py"])
+
+
+def _flagged(annotation: str) -> list[tuple[int, str]]:
+    return _scaler_findings(CAPTURE.replace("ANNOTATION", annotation))
 
 
 @pytest.mark.parametrize("annotation", ["Scaler", "Optional[Scaler]", "typing.Optional[Scaler]", "Scaler | None",
                                         "Union[Scaler, None]"])
 def test_an_annotated_parameter_reaches_its_class_s_method(annotation: str) -> None:
     found = _flagged(annotation)
-    assert [(line, sev) for line, _code, sev in found] == [(6, "error")], found
+    assert found == [(6, "error")], found
 
 
 def test_a_union_of_two_classes_is_a_may_be() -> None:
     found = _flagged("Union[Scaler, Other]")
-    assert [(line, sev) for line, _c, sev in found] == [(6, "warning"), (11, "warning")], found  # either may be it
+    assert found == [(6, "warning"), (11, "warning")], found  # either may be it
 
 
 def test_a_project_class_named_optional_is_not_taken_apart() -> None:
     own = SCALERS + "\n\nclass Optional:\n    def __class_getitem__(cls, item):\n        return cls\n"
-    ws = Workspace()
-    ws.add_text("scalers.py", own)
-    ws.add_text("capture.py", CAPTURE.replace("from typing import Optional, Union", "from scalers import Optional")
-                .replace("ANNOTATION", "Optional[Scaler]"))
-    assert [f for f in analyse_workspace(ws)["scalers.py"] if f.start_line + 1 == 6] == []
+    capture = CAPTURE.replace("from typing import Optional, Union", "from scalers import Optional")
+    found = _scaler_findings(capture.replace("ANNOTATION", "Optional[Scaler]"), own)
+    assert [x for x in found if x[0] == 6] == [], found
 
 
 def test_no_annotation_and_no_caller_reaches_nothing() -> None:
@@ -97,18 +99,12 @@ def capture(recipe: Recipe, x):
 
 
 def _factory_flagged(ret: str) -> list[tuple[int, str]]:
-    ws = Workspace()
-    ws.add_text("scalers.py", SCALERS)
-    ws.add_text("capture.py", FACTORY.replace("RETURN", ret))
-    return sorted((f.start_line + 1, f.severity) for f in analyse_workspace(ws)["scalers.py"])
+    return _scaler_findings("from typing import Optional\n" + FACTORY.replace("RETURN", ret))
 
 
 @pytest.mark.parametrize("ret", ["Scaler", "Optional[Scaler]", "Scaler | None"])
 def test_an_abstract_method_s_return_annotation_types_its_result(ret: str) -> None:
-    ws = Workspace()
-    ws.add_text("scalers.py", SCALERS)
-    ws.add_text("capture.py", "from typing import Optional\n" + FACTORY.replace("RETURN", ret))
-    found = sorted((f.start_line + 1, f.severity) for f in analyse_workspace(ws)["scalers.py"])
+    found = _factory_flagged(ret)
     assert found == [(6, "error")], found
 
 
@@ -138,16 +134,11 @@ def capture(xs):
 @pytest.mark.parametrize("annotation", ["List[Scaler]", "list[Scaler]", "Sequence[Scaler]", "Tuple[Scaler, ...]",
                                         "Optional[List[Scaler]]"])
 def test_a_container_annotation_types_its_elements(annotation: str) -> None:
-    ws = Workspace()
-    ws.add_text("scalers.py", SCALERS)
-    ws.add_text("capture.py", "from typing import Optional\n" + LOOP.replace("ANNOTATION", annotation))
-    found = sorted((f.start_line + 1, f.severity) for f in analyse_workspace(ws)["scalers.py"])
+    found = _scaler_findings("from typing import Optional\n" + LOOP.replace("ANNOTATION", annotation))
     assert found == [(6, "error")], found
 
 
 def test_a_project_class_named_list_is_not_a_container() -> None:
-    ws = Workspace()
-    ws.add_text("scalers.py", SCALERS + "\n\nclass List:\n    pass\n")
-    ws.add_text("capture.py", LOOP.replace("from typing import List, Tuple", "from scalers import List")
-                .replace("ANNOTATION", "List[Scaler]"))
-    assert [f for f in analyse_workspace(ws)["scalers.py"] if f.start_line + 1 == 6] == []
+    capture = LOOP.replace("from typing import List, Tuple", "from scalers import List")
+    found = _scaler_findings(capture.replace("ANNOTATION", "List[Scaler]"), SCALERS + "\n\nclass List:\n    pass\n")
+    assert [x for x in found if x[0] == 6] == [], found
