@@ -29,10 +29,19 @@ SNAPSHOT = "_snapshot.pickle"
 STARTCODE = Path("server") / "denpex" / "_startcode"  # an editable install's shipped start-up code
 
 
+def _tree_env(root: Path, **extra: str) -> dict[str, str]:
+    """The build's environment with the source tree first on the path. pip's isolated build environment puts
+    the build requirements on PYTHONPATH: replacing it (as both builders did) hid them, so `pip install .` in a
+    fresh virtual environment shipped neither the snapshot nor the start-up code (only an environment that had
+    the requirements installed anyway built them)."""
+    path = os.pathsep.join(p for p in (str(root / "server"), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
 def build_snapshot(root: Path, out: Path) -> Path | None:
     """The parsed YAML written to `out` by the source tree's own loader (build-system requires PyYAML,
     regex and fastjsonschema), or None with one line on stderr: denpex then parses at run time."""
-    env = {**os.environ, "PYTHONPATH": str(root / "server"), "DENPEX_CACHE_DIR": ""}
+    env = _tree_env(root, DENPEX_CACHE_DIR="")
     try:
         done = subprocess.run([sys.executable, "-m", "denpex.snapshot_build", str(out)], capture_output=True,
                               text=True, timeout=300, env=env, cwd=root)
@@ -50,7 +59,7 @@ def build_startcode(root: Path, out_dir: Path, snapshot: Path | None) -> list[Pa
     """denpex.startcode's shipped files for this Python, written to out_dir by the source tree's own early
     start-up (build-system requires its imports: tree-sitter, tree-sitter-python, pygls), or [] with one line
     on stderr: starts then compile them once per user, as without the files."""
-    env = {**os.environ, "PYTHONPATH": str(root / "server")}
+    env = _tree_env(root)
     cmd = [sys.executable, "-m", "denpex.startcode_build", str(out_dir)]
     if snapshot is not None:
         cmd += ["--snapshot", str(snapshot)]

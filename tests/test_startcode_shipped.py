@@ -162,3 +162,42 @@ def test_hatch_build_writes_the_shipped_files(tmp_path: Path, monkeypatch: pytes
     assert sorted(p.name for p in written) == sorted(
         startcode.shipped_path(k, tmp_path / "out").name for k in ("dataclass-code", "re-code"))
     assert len(_entries(written[0])) > 50
+
+
+_ISOLATED_BUILD = """
+import importlib.util, sys, types
+from pathlib import Path
+iface = types.ModuleType("hatchling.builders.hooks.plugin.interface")
+iface.BuildHookInterface = object
+for name in ("hatchling", "hatchling.builders", "hatchling.builders.hooks", "hatchling.builders.hooks.plugin"):
+    sys.modules[name] = types.ModuleType(name)
+sys.modules[iface.__name__] = iface
+root, out = Path(sys.argv[1]), Path(sys.argv[2])
+spec = importlib.util.spec_from_file_location("denpex_hatch_build", root / "hatch_build.py")
+hook = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(hook)
+snap = hook.build_snapshot(root, out / "_snapshot.pickle")
+code = hook.build_startcode(root, out / "startcode", snap)
+print(snap is not None, len(code))
+"""
+
+
+def test_a_build_whose_requirements_are_only_on_pythonpath_ships_both(tmp_path: Path) -> None:
+    """pip's isolated build environment: a Python with no packages of its own, the build requirements reachable
+    only through PYTHONPATH. The builders run the source tree's modules in a child Python; the child must keep
+    that path (replacing it, a fresh `pip install .` shipped neither the snapshot nor the start-up code)."""
+    import sysconfig
+    import venv
+
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)
+    python = bare / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    (tmp_path / "out").mkdir()  # the hook's temporary folder
+    paths = sysconfig.get_paths()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONPATH": os.pathsep.join(dict.fromkeys((paths["purelib"], paths["platlib"]))),
+            "DENPEX_CACHE_DIR": str(tmp_path / "unused")}
+    done = subprocess.run([str(python), "-c", _ISOLATED_BUILD, str(ROOT), str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "2"], done.stderr
