@@ -205,3 +205,79 @@ def test_typing_the_last_letter_of_an_attribute_read_is_seen(walked: list[str]) 
     found = analyse_source(text, "holder.py", workspace=ws)
     assert "run" in walked and "<region>" not in walked
     assert found == _fresh(ws, text, "holder.py")
+
+
+BOX = '''import torch
+
+
+class Box:
+    def __init__(self):
+        self.n = 4
+
+    def grow(self):
+        items = [1.0]
+        self.n *= 2
+        self.vals = items
+
+    def peek(self):
+        return self.vals.item()
+'''
+
+PEEK = '''import torch
+
+from box import Box
+
+
+def main():
+    b = Box()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = b.peek()
+    g.replay()
+'''
+
+
+def _box() -> Workspace:
+    ws = Workspace()
+    ws.add_file("box.py", BOX)
+    ws.add_file("peek.py", PEEK)
+    return ws
+
+
+def test_an_edit_of_a_statement_the_walk_did_not_read_keeps_the_entry(walked: list[str]) -> None:
+    # peek() read the value grow() assigns to self.vals (the statements `self.vals = items` and `items = [1.0]`),
+    # not grow()'s other statements: typing in `self.n *= 2` writes no attribute read and binds no name read
+    ws = _box()
+    assert analyse_source(BOX, "box.py", workspace=ws) == []
+    for new in (" ", " + 1"):
+        walked.clear()
+        text = _edit(ws, "        self.n *= 2", new, "box.py")
+        found = analyse_source(text, "box.py", workspace=ws)
+        assert walked == []
+        assert found == _fresh(ws, text, "box.py")
+
+
+def test_a_new_binding_of_a_local_the_walk_read_rewalks_the_entry(walked: list[str]) -> None:
+    # `items` now names a tensor where `self.vals = items` reads it: peek()'s `.item()` becomes a sync
+    ws = _box()
+    analyse_source(BOX, "box.py", workspace=ws)
+    walked.clear()
+    text = _edit(ws, "        items = [1.0]", '\n        items = torch.ones(4, device="cuda")', "box.py")
+    found = analyse_source(text, "box.py", workspace=ws)
+    assert walked == ["peek"]
+    assert [(f.rule, f.start_line) for f in found] == [("capture-item-sync", 14)]
+    assert found == _fresh(ws, text, "box.py")
+
+
+def test_an_edit_inside_the_statement_read_rewalks_the_entry(walked: list[str]) -> None:
+    ws = _box()
+    analyse_source(BOX, "box.py", workspace=ws)
+    lines = BOX.split("\n")
+    row = next(i for i, line in enumerate(lines) if line == "        items = [1.0]")
+    walked.clear()
+    ws.edit_file("box.py", [TextEdit(row, 16, row, 21, 'torch.ones(4, device="cuda")')])
+    text = ws.text("box.py") or ""
+    found = analyse_source(text, "box.py", workspace=ws)
+    assert walked == ["peek"]
+    assert [f.rule for f in found] == ["capture-item-sync"]
+    assert found == _fresh(ws, text, "box.py")

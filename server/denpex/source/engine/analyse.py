@@ -536,8 +536,14 @@ class Document:
                         else:
                             self._cached = _shift_cached(self._cached, self.src, new, e)
                     if self._regions is not None:  # carried across the edit when next needed (often never)
+                        n = len(e.new_text.encode("utf-8", "surrogatepass"))
+                        w0, a0, b0 = _statements_edited(self.src, s, t)
+                        w1, a1, b1 = _statements_edited(new, s, s + n)
+                        # the new statements' span in the old text (what the edit inserted lies at [s, t))
+                        a1 = a1 if a1 <= s else (a1 - delta if a1 >= s + n else s)
+                        b1 = b1 - delta if b1 >= s + n else t
                         self._regions.pending.append(_Pending(fn.start_byte, fn.end_byte, changed, s, t, delta, e,
-                                                              _statement_words(self.src, s, t, changed)))
+                                                              w0 | w1, (min(a0, a1, s), max(b0, b1, t))))
         elif new.text != self.src.text:
             self._drop()
         self.src = new
@@ -625,13 +631,23 @@ class Document:
 
 
 _WORD = re.compile(r"\w+")
+_SELF_ATTR = re.compile(r"\bself\s*\.\s*(\w+)")
+# what may make a statement one of the writes that FileIndex.attr_deps stand for (callsites.self_writes, the
+# first `self.x = v`): a plain or annotated `=` (not `==`, `<=`, `*=`, `:=`), or an append / extend / add_module
+_MAY_WRITE = re.compile(r"(?<![=!<>+\-*/%&|^@:])=(?!=)|\.\s*(?:append|extend|add_module)\b")
+# what may make a statement bind a local name (FileIndex.lookup's `=name` deps): any assignment, augmented or not,
+# a loop or comprehension, `as`, an import, a declaration, a definition, `del`, a walrus
+_MAY_BIND = re.compile(r"(?<![=!<>])=(?!=)|\b(?:for|as|import|global|nonlocal|def|class|del|lambda|case)\b")
 
 
-def _statement_words(src: ParsedSource, s: int, t: int, changed: str) -> frozenset[str]:
-    """The words of the edit's text and of the statements it changes: those holding the replaced bytes [s, t) and
-    the nearest token on its line before and after it (what typed text joins). An edit can change what a
-    statement spelling a word says only so (FileIndex.attr_deps)."""
-    words = set(_WORD.findall(changed))
+def _statements_edited(src: ParsedSource, s: int, t: int) -> tuple[frozenset[str], int, int]:
+    """The statements of `src` holding bytes [s, t) and the nearest token on their line before and after (what
+    typed text joins): what they may write, and the byte span they cover. Taken before and after an edit, the span
+    bounds what the edit changed (kept.Pending.span) and the words what it may write (kept.Pending.written):
+    attributes `self.x` (as `x`) and local names (as `=x`). An edit changes the writes of `self.x` in a class, or the
+    bindings of `x` in a function, only through a statement that may write it before or after the edit: typing in
+    `if self.n > k:` writes neither, `self.n *= 2` no attribute. Over-approximated from the text: a word too many
+    costs a re-walk, never a stale finding."""
     data = src.data
     probes: list[tuple[int, int]] = []
     if data[s:t].strip():
@@ -646,12 +662,19 @@ def _statement_words(src: ParsedSource, s: int, t: int, changed: str) -> frozens
         b += 1
     if b < len(data) and data[b] not in b"\r\n":
         probes.append((b, b + 1))
+    out: set[str] = set()
+    lo, hi = s, t
     for x, y in probes:
         node = src.root.descendant_for_byte_range(x, y)
         if node is not None:
             st = src.nav.statement_of(node)
-            words.update(_WORD.findall(data[st.start_byte:st.end_byte].decode("utf-8", "surrogatepass")))
-    return frozenset(words)
+            lo, hi = min(lo, st.start_byte), max(hi, st.end_byte)
+            text = data[st.start_byte:st.end_byte].decode("utf-8", "surrogatepass")
+            if _MAY_WRITE.search(text):
+                out.update(_SELF_ATTR.findall(text))
+            if _MAY_BIND.search(text):
+                out.update("=" + w for w in _WORD.findall(text))
+    return frozenset(out), lo, hi
 
 
 def _is_word_byte(c: int) -> bool:

@@ -57,8 +57,9 @@ class Cached:
 @dataclass(frozen=True)
 class Pending:
     """An edit not yet carried into the region entries: inside function [fn_start, fn_end) of the source before
-    it, `changed` its old and new text, bytes [s, t) replaced, the length changed by `delta`; `words`: the words of
-    the statements the edit falls in (before it) and of `changed`."""
+    it, `changed` its old and new text, bytes [s, t) replaced, the length changed by `delta`; `written`: what the
+    statements the edit falls in may write, before or after it (attributes `x` of `self.x`, local names as `=x`);
+    `span`: the bytes of the source before it that those statements cover (engine/analyse.py, _statements_edited)."""
 
     fn_start: int
     fn_end: int
@@ -67,7 +68,8 @@ class Pending:
     t: int
     delta: int
     edit: TextEdit
-    words: frozenset[str] = frozenset()
+    written: frozenset[str] = frozenset()
+    span: tuple[int, int] = (0, 0)
 
 
 def consulted(a0: int, b0: int, changed: str, touched: list[tuple[int, int]], watched: frozenset[str]) -> bool:

@@ -308,13 +308,15 @@ class _Gone(Exception):
 
 def _consulted(p: Pending, touched: list[tuple[int, int]], watched: set[str],
                attrs: list[tuple[int, int, str]] | None = None) -> bool:
-    """Edit `p` may change what was read: a watched name spelled, a range of the edited function touched, or, in a
-    class whose statements spelling a name were read, a statement spelling it."""
+    """Edit `p` may change what was read: a watched name spelled, a range touched that holds part of the statements
+    the edit changed (a whole function walked, or one statement whose value was read), or, in a class or function
+    whose writes of a word were read (attr_deps), a statement that may write it."""
     if any(re.search(rf"\b{re.escape(w)}\b", p.changed) for w in watched):
         return True
-    if any(a <= p.fn_start and p.fn_end <= b and name in p.words for a, b, name in attrs or ()):
+    if any(a <= p.fn_start and p.fn_end <= b and name in p.written for a, b, name in attrs or ()):
         return True
-    return any(a < p.fn_end and p.fn_start < b for a, b in touched)
+    lo, hi = p.span
+    return any(a <= hi and lo <= b for a, b in touched)
 
 
 def _shift(b: int, p: Pending) -> int:

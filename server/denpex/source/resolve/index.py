@@ -220,9 +220,10 @@ class FileIndex:
         self._scopes: dict[int, Scope] = {}
         # byte ranges whose contents the last analysis consulted (for incremental reuse of findings)
         self.touched: list[tuple[int, int]] = []
-        # (a, b, name): an answer read the statements of class [a, b) that spell `name` (`self.name`'s writes): an
-        # edit inside a method changes it only in such a statement (kept.Pending.words). Where a reuse does not look
-        # at these (engine/units.py does), they count as the whole class (`touched_classes`)
+        # (a, b, word): an answer read what the statements of [a, b) write to `word`: `self.name`'s writes in a class
+        # (word `name`), or the bindings of a function's local `name` that a lookup saw (word `=name`). An edit inside
+        # [a, b) changes it only in a statement that may write that (kept.Pending.written). Where a reuse does not
+        # look at these (engine/units.py does), they count as the whole range (`touched_classes`)
         self.attr_deps: list[tuple[int, int, str]] = []
         # names whose every mention in the file the last analysis consulted (a module-level graph's replays):
         # an edit anywhere that spells one of them is not local
@@ -405,10 +406,33 @@ class FileIndex:
                     self._bind_targets(scope, e, None, stmt, unpacked if right is None else right)
 
     def lookup(self, name: str, at: Node) -> tuple[Assign | None, Scope | None, bool]:
-        """The assignment of `name` visible at `at`: (assign, scope, is_param)."""
+        """The assignment of `name` visible at `at`: (assign, scope, is_param).
+
+        What the answer read is recorded narrowly, not as the whole functions whose scopes it passed (scope()'s
+        touch): the statement holding `at`, the bindings of `name` in each function scope passed (`=name` in
+        attr_deps), and the statement or parameter list found. A capture walk that read one expression of a
+        function (a value assigned there) then does not depend on edits of the function's other statements."""
+        mark = len(self.touched)
         scope: Scope | None = self.scope_of(at)
+        del self.touched[mark:]
+        stmt = self.src.nav.statement_of(at)
+        self.touched.append((stmt.start_byte, stmt.end_byte))
+        found = self._lookup(name, at, scope)
+        if found[1] is not None:
+            owner = found[1].node
+            if found[0] is not None:
+                self.touched.append((found[0].stmt.start_byte, found[0].stmt.end_byte))
+            elif found[2] and owner.type == "function_definition":
+                params = owner.child_by_field_name("parameters")
+                if params is not None:
+                    self.touched.append((params.start_byte, params.end_byte))
+        return found
+
+    def _lookup(self, name: str, at: Node, scope: Scope | None) -> tuple[Assign | None, Scope | None, bool]:
         first = True
         while scope is not None:
+            if scope.node.type == "function_definition":
+                self.attr_deps.append((scope.node.start_byte, scope.node.end_byte, "=" + name))
             if name in scope.params and name not in scope.assigns:
                 return None, scope, True
             assigns = scope.assigns.get(name)
