@@ -281,3 +281,73 @@ def test_an_edit_inside_the_statement_read_rewalks_the_entry(walked: list[str]) 
     assert walked == ["peek"]
     assert [f.rule for f in found] == ["capture-item-sync"]
     assert found == _fresh(ws, text, "box.py")
+
+
+CHAIN = '''import torch
+
+
+def outer(t):
+    k = t * 2
+    return inner(k, t)
+
+
+def inner(a, b):
+    c = a + b
+    return c
+'''
+
+RUNS = '''import torch
+
+from chain import outer
+
+
+x = torch.randn(8, device="cuda")
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    y = outer(x)
+g.replay()
+'''
+
+
+def _chain() -> Workspace:
+    ws = Workspace()
+    ws.add_file("chain.py", CHAIN)
+    ws.add_file("runs.py", RUNS)
+    return ws
+
+
+def test_an_edit_in_a_function_called_from_the_same_file_rewalks_that_call_alone(walked: list[str]) -> None:
+    # outer() is entered from runs.py and calls inner() with its own local `k`: an edit in inner() walks inner()
+    # again from outer()'s call, found again in the edited tree, not outer() and what else it calls
+    ws = _chain()
+    assert analyse_source(CHAIN, "chain.py", workspace=ws) == []
+    walked.clear()
+    text = _edit(ws, "    c = a + b", "\n    v = a.item()", "chain.py")
+    found = analyse_source(text, "chain.py", workspace=ws)
+    assert walked == ["inner"]
+    assert [(f.rule, f.start_line) for f in found] == [("capture-item-sync", 10)]
+    assert found == _fresh(ws, text, "chain.py")
+    walked.clear()
+    text = _edit(ws, "    k = t * 2", "\n    pass", "chain.py")  # above inner(): its call and its finding move
+    found = analyse_source(text, "chain.py", workspace=ws)
+    assert walked == ["outer", "inner"]
+    assert [(f.rule, f.start_line) for f in found] == [("capture-item-sync", 11)]
+    assert found == _fresh(ws, text, "chain.py")
+    walked.clear()
+    text = _edit(ws, "    v = a.item()", "  # still", "chain.py")
+    found = analyse_source(text, "chain.py", workspace=ws)
+    assert walked == ["inner"]
+    assert found == _fresh(ws, text, "chain.py")
+
+
+def test_an_edit_of_the_calling_line_walks_the_caller_again(walked: list[str]) -> None:
+    # the call inner() was entered from is itself edited: inner()'s entry is walked again through outer()
+    ws = Workspace()
+    ws.add_file("chain.py", CHAIN.replace("    return inner(k, t)", "    inner(k, t)\n    return k"))
+    ws.add_file("runs.py", RUNS)
+    analyse_source(ws.text("chain.py") or "", "chain.py", workspace=ws)
+    walked.clear()
+    text = _edit(ws, "    inner(k, t)", " ", "chain.py")
+    found = analyse_source(text, "chain.py", workspace=ws)
+    assert walked == ["outer", "inner"]
+    assert found == _fresh(ws, text, "chain.py")

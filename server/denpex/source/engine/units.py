@@ -84,7 +84,9 @@ def _attach(w: CaptureWalker, log: list[Write]) -> None:
 
 @dataclass
 class Context:
-    """The call that entered the unit's function, as CaptureWalker.enter took it (no node of the analysed file)."""
+    """The call that entered the unit's function, as CaptureWalker.enter took it. A context that names code of the
+    analysed file (a call from one of its own functions, an argument bound to its code) keeps those nodes' byte
+    ranges (`anchors`, moved across edits): a re-walk finds them again in the current tree (`_relocated`)."""
 
     env: Env
     frame: Frame
@@ -94,6 +96,7 @@ class Context:
     maybe: str | None
     call: Node | None
     pre: Env
+    anchors: list[tuple[int, int, str]] | None = None  # (start, end, type) of its nodes of the analysed file
 
 
 @dataclass
@@ -244,8 +247,12 @@ class Recorder:
         parent = self.stack[-1]
         self._flush(parent)
         ctx = None
-        if self._free(frame, env, pre) and not (self.values.busy() or w.resolver.busy()):
+        if not (self.values.busy() or w.resolver.busy()):
             ctx = Context(env, frame, label, branch, step, maybe, call, pre)
+            if not self._free(frame, env, pre):
+                nodes: list[Node] = []
+                _map_nodes(ctx, self.path, None, _collect(nodes))
+                ctx.anchors = [(n.start_byte, n.end_byte, n.type) for n in nodes]
         unit = Unit(fn.node.start_byte, ctx)
         parent.items.append(unit)
         self.stack.append(unit)
@@ -270,7 +277,7 @@ class Recorder:
         unit.end = len(self.log)
 
     def _free(self, frame: Frame, env: Env, pre: Env) -> bool:
-        """The context names no code of the recorded file."""
+        """The context names no code of the recorded file (else its nodes are anchored, Context.anchors)."""
         return frame.ix.path != self.path and all(self._env_free(e) for e in (env, pre, frame.env))
 
     def _env_free(self, env: Env) -> bool:
@@ -340,14 +347,22 @@ def carry(walk: Walk, p: Pending, path: str) -> Walk | None:
 
 def _carry(u: Unit, p: Pending, path: str) -> bool:
     """Move `u` across the edit; False when it must be walked again and cannot be on its own (its parent is)."""
+    if u.fn_start >= 0:
+        u.fn_start = _shift(u.fn_start, p)
+    if u.ctx is not None:
+        step = u.ctx.step
+        u.ctx = replace(u.ctx, frame=replace(u.ctx.frame, steps=shift_steps(u.ctx.frame.steps, path, p.edit)),
+                        step=shift_steps((step,), path, p.edit)[0] if step is not None else None)
+        if u.ctx.anchors is not None:
+            u.ctx.anchors = _moved_anchors(u.ctx.anchors, p)
+            if u.ctx.anchors is None:  # the calling code itself was edited: walked again with its caller
+                u.ctx = None
+                if u.redo:
+                    return False
     if not u.redo and _consulted(p, u.touched, u.watched, u.attrs):
         if u.ctx is None:
             return False
         u.redo = True
-    if u.fn_start >= 0:
-        u.fn_start = _shift(u.fn_start, p)
-    if u.ctx is not None:
-        u.ctx = replace(u.ctx, frame=replace(u.ctx.frame, steps=shift_steps(u.ctx.frame.steps, path, p.edit)))
     if u.redo:
         u.items, u.touched, u.attrs = [], [], []  # walked again: what it held is not carried
         return True
@@ -403,8 +418,12 @@ def _rewalk(walk: Walk, u: Unit, w: CaptureWalker, rec: Recorder, by_start: dict
             continue
         ctx = it.ctx
         fn = by_start.get(it.fn_start)
-        if ctx is None or it.before < 0 or fn is None or not _current(ctx, index):
+        if ctx is None or it.before < 0 or fn is None or not _current(ctx, index, rec.path):
             return False
+        if ctx.anchors is not None:
+            ctx = _relocated(ctx, rec.ix)
+            if ctx is None:
+                return False
         log = walk.log[:it.before]
         holder = Unit(-1, None)
         rec.start(holder, log)
@@ -420,15 +439,98 @@ def _rewalk(walk: Walk, u: Unit, w: CaptureWalker, rec: Recorder, by_start: dict
     return True
 
 
-def _current(ctx: Context, index: Callable[[str], FileIndex | None]) -> bool:
-    """Every file the context names is still indexed by the same FileIndex (its nodes are the current tree's)."""
+def _current(ctx: Context, index: Callable[[str], FileIndex | None], path: str) -> bool:
+    """Every other file the context names is still indexed by the same FileIndex (its nodes are the current tree's;
+    those of the analysed file `path` are found again from their anchors)."""
     ixs = {id(ctx.frame.ix): ctx.frame.ix}
     stack = [ctx.env, ctx.pre, ctx.frame.env]
     while stack:
         for _k, b in stack.pop().params:
             ixs[id(b.ix)] = b.ix
             stack.append(b.env)
-    return all(index(ix.path) is ix for ix in ixs.values())
+    return all(ix.path == path or index(ix.path) is ix for ix in ixs.values())
+
+
+# ---- contexts that name code of the analysed file ---------------------------------------------------------------
+
+def _collect(out: list[Node]) -> Callable[[Node], Node]:
+    def take(n: Node) -> Node:
+        out.append(n)
+        return n
+    return take
+
+
+def _map_nodes(ctx: Context, path: str, ix: FileIndex | None, f: Callable[[Node], Node]) -> Context:
+    """`ctx` with every node of file `path` it names replaced by `f(node)`, in one fixed order (the call, the
+    calling function, its defaults, then the bindings of env, pre and the frame's env, depth first), and that file's
+    index by `ix` (None: kept). The calling frame's call and defaults lie in the frame's file."""
+    local = ctx.frame.ix.path == path
+    call = f(ctx.call) if local and ctx.call is not None else ctx.call
+    func = ctx.frame.func
+    func_node = f(func.node) if local and func is not None else None
+    defaulted = tuple((k, f(d)) for k, d in ctx.frame.defaulted) if local else ctx.frame.defaulted
+
+    def env_of(e: Env) -> Env:
+        params: list[tuple[str, Binding]] = []
+        for k, b in e.params:
+            if b.ix.path == path:
+                params.append((k, Binding(ix or b.ix, f(b.node), env_of(b.env))))
+            else:
+                params.append((k, Binding(b.ix, b.node, env_of(b.env))))
+        return Env(tuple(params), e.values)
+
+    env, pre, fenv = env_of(ctx.env), env_of(ctx.pre), env_of(ctx.frame.env)
+    if ix is not None and local:
+        found = next((fi for fi in ix.functions if func_node is not None and fi.node.start_byte == func_node.start_byte
+                      and fi.node.end_byte == func_node.end_byte), None)
+        frame = replace(ctx.frame, ix=ix, env=fenv, func=found if func is not None else None, defaulted=defaulted)
+    else:
+        frame = replace(ctx.frame, env=fenv, defaulted=defaulted)
+    return replace(ctx, env=env, frame=frame, call=call, pre=pre)
+
+
+class _Lost(Exception):
+    """An anchored node is not in the current tree as it was."""
+
+
+def _relocated(ctx: Context, ix: FileIndex) -> Context | None:
+    """`ctx` with its anchored nodes taken from `ix`'s current tree (None: one is not there as it was)."""
+    assert ctx.anchors is not None
+    anchors = iter(ctx.anchors)
+
+    def find(_old: Node) -> Node:
+        a, b, t = next(anchors)
+        n: Node | None = ix.src.root.descendant_for_byte_range(a, b)
+        while n is not None and not (n.start_byte == a and n.end_byte == b and n.type == t):
+            if n.start_byte < a or n.end_byte > b:
+                n = None
+                break
+            n = n.parent
+        if n is None or n.has_error:
+            raise _Lost
+        return n
+
+    try:
+        moved = _map_nodes(ctx, ix.path, ix, find)
+    except (_Lost, StopIteration):
+        return None
+    if moved.frame.func is None and ctx.frame.func is not None:
+        return None
+    return moved
+
+
+def _moved_anchors(anchors: list[tuple[int, int, str]], p: Pending) -> list[tuple[int, int, str]] | None:
+    """The anchors after edit `p` (None: one lies in the statements the edit changed)."""
+    lo, hi = p.span
+    out: list[tuple[int, int, str]] = []
+    for a, b, t in anchors:
+        if a <= hi and lo <= b and not (a <= lo and hi <= b):
+            return None  # a node inside the edited statements (one holding them all, a function, moves whole)
+        if a <= lo and hi <= b:
+            out.append((a, b + p.delta, t))  # it holds the edit: its end moves
+        else:
+            out.append((_shift_any(a, p), _shift_any(b, p), t))
+    return out
 
 
 def _rebind(env: Env, values: Values) -> Env:
