@@ -351,3 +351,18 @@ def test_an_edit_of_the_calling_line_walks_the_caller_again(walked: list[str]) -
     found = analyse_source(text, "chain.py", workspace=ws)
     assert walked == ["outer", "inner"]
     assert found == _fresh(ws, text, "chain.py")
+
+
+def test_what_an_analysis_read_is_kept_for_the_analysed_file_alone() -> None:
+    # the reads of every file an analysis passed through used to be kept, and grew with each keystroke for as long
+    # as the server ran; only the analysed file's are used, and only while it is analysed
+    ws = _workspace()
+    analyse_source(LIB, "lib.py", workspace=ws)
+    for new in (" ", "  # note"):
+        text = _edit(ws, "    m = t.abs()", new)
+        analyse_source(text, "lib.py", workspace=ws)
+    for path in ("train.py", "lib.py"):
+        ix = ws.index(path)
+        assert ix is not None
+        assert (list(ix.touched), list(ix.attr_deps)) == ([], [])
+    assert analyse_source(ws.text("lib.py") or "", "lib.py", workspace=ws) == _fresh(ws, ws.text("lib.py") or "")

@@ -42,6 +42,7 @@ from denpex.source.engine.kept import Pending as _Pending
 from denpex.source.engine.kept import Rec as _Rec
 from denpex.source.engine.kept import RegionEntry as _RegionEntry
 from denpex.source.engine.kept import consulted as _consulted
+from denpex.source.engine.kept import merged as _merged
 from denpex.source.engine.kept import shift_cached as _shift_cached
 from denpex.source.engine.units import Recorder, RegionCache, RemoteEntry, Unit, Walk, Write, rewalk
 from denpex.source.engine.walker import DEFAULT_GUARDS, CaptureWalker
@@ -324,7 +325,8 @@ def _region_hits(ix: FileIndex, resolver: Resolver, config: ScanConfig, wrappers
             while p is not None:
                 touched.append((p.start_byte, p.end_byte))
                 p = _owner_of(p)
-            entry = _RegionEntry(ident, k, [_rec(h) for h in hits if h.ix.path == ix.path], touched, frozenset(ix.watched))
+            entry = _RegionEntry(ident, k, [_rec(h) for h in hits if h.ix.path == ix.path], _merged(touched),
+                                 frozenset(ix.watched))
             ix.watched = watched_before | ix.watched
         recs.extend(entry.recs)
         entries.append(entry)
@@ -341,8 +343,14 @@ def _remote_hits(ix: FileIndex, other: FileIndex, text: str, resolver: Resolver,
     mark, emark = len(ix.touched), len(ix.attr_deps)
     watched_before = ix.watched
     ix.watched = set()
-    regions = _regions(other, config, wrappers, resolver)
-    head, head_watched = ix.touched[mark:] + ix.touched_classes(emark), ix.watched
+    known = frozenset(wrappers)
+    if old is not None and old.regions is not None and old.regions[0] is other and old.regions[1] == known:
+        # found in the same tree of the importer, from nothing of this file an edit since changed (current())
+        regions: list[CaptureRegion] = old.regions[2]
+        head, head_watched = old.head, set(old.head_watched)
+    else:
+        regions = _regions(other, config, wrappers, resolver)
+        head, head_watched = _merged(ix.touched[mark:] + ix.touched_classes(emark)), ix.watched
     kept = old.walks if old is not None else {}
     around: AroundIndex | None = None
     rec = Recorder(ix, resolver.values, _rec)
@@ -367,7 +375,7 @@ def _remote_hits(ix: FileIndex, other: FileIndex, text: str, resolver: Resolver,
         _detect(region, resolver, config, around, rec.sink, rec)
         rec.finish()
         walks[ident] = Walk(ident, root, log)
-    entry = RemoteEntry(text, head, head_watched, walks)
+    entry = RemoteEntry(text, head, head_watched, walks, regions=(other, known, regions))
     touched, watched = entry.consulted()
     ix.watched = watched_before | watched
     ix.touched[mark:] = touched
@@ -608,13 +616,13 @@ class Document:
                 assert ix is not None
                 self._ix = ix
             ix = self.ix
-            ix.touched.clear()
-            ix.attr_deps.clear()
+            ix.record(True)
             ix.watched.clear()
             return ix, *_analyse_doc(ix, config=cfg, workspace=workspace, book=book, cached=cached, remote=remote)
 
         ix, findings, entries, found = _settled(run)
         touched = ix.touched + ix.touched_classes()
+        ix.record(False)  # the file may be another document's import next
         watched = set(ix.watched)
         for c in entries:  # a re-used entry consulted what this run did not record
             touched.extend(c.touched)
@@ -623,7 +631,7 @@ class Document:
             r_touched, r_watched = r.consulted()
             touched.extend(r_touched)
             watched |= r_watched
-        self._cached = _Cached(key, findings, touched, frozenset(watched))
+        self._cached = _Cached(key, findings, _merged(touched), frozenset(watched))
         self._regions = RegionCache(key, {en.ident: en for en in entries}, remote=found)
         self.last_reused_regions = sum(1 for en in entries if cached is not None and cached.get(en.ident) is en)
         self._facts = facts

@@ -36,6 +36,7 @@ from denpex.source.engine.kept import (
     Rec,
     RegionEntry,
     consulted,
+    merged,
     shift_entry,
     shift_rec,
     shift_steps,
@@ -151,6 +152,9 @@ class RemoteEntry:
     head_watched: set[str]
     walks: dict[tuple[str, int, int, int, int], Walk]
     complete: bool = True  # every region's walk as recorded: none dropped or marked since
+    # the importer's capture regions as found, with the importer's index and the wrapper names they were found
+    # with: kept while this entry is (an edit that changed what finding them consulted, `head`, drops it)
+    regions: tuple[object, frozenset[str], list[Any]] | None = None
 
     @property
     def recs(self) -> list[Rec]:
@@ -195,7 +199,7 @@ class RegionCache:
                 complete = rentry.complete and len(walks) == len(rentry.walks) and not any(
                     w.root.pending() for w in walks.values())
                 remote[other] = RemoteEntry(rentry.text, [(_shift_any(a, p), _shift_any(b, p)) for a, b in rentry.head],
-                                            rentry.head_watched, walks, complete)
+                                            rentry.head_watched, walks, complete, rentry.regions)
             self.remote = remote
         self.pending.clear()
         return self.entries
@@ -225,6 +229,7 @@ class Recorder:
 
     def finish(self) -> None:
         self._flush(self.stack[-1])
+        self.stack[-1].touched = merged(self.stack[-1].touched)
         self.stack = []
 
     def sink(self, h: Hit) -> None:
@@ -262,6 +267,7 @@ class Recorder:
                 w.walk_entry(ix, fn, env, frame, label, branch, step, maybe, call, pre)
             finally:
                 self._flush(unit)
+                unit.touched = merged(unit.touched)
                 self.stack.pop()
                 parent.mark, parent.emark = len(self.ix.touched), len(self.ix.attr_deps)
             return
@@ -272,6 +278,7 @@ class Recorder:
         finally:
             _restore(w, self.values, saved)
             self._flush(unit)
+            unit.touched = merged(unit.touched)
             self.stack.pop()
             parent.mark, parent.emark = len(self.ix.touched), len(self.ix.attr_deps)
         unit.end = len(self.log)

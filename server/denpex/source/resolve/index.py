@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -206,6 +207,23 @@ def _params(src: ParsedSource, fn: Node) -> list[str]:
     return out
 
 
+class Reads(list[_V]):
+    """What an analysis read of one file (FileIndex.touched, attr_deps), kept only while `on`: only the file a
+    Document analyses has its reads used (engine/analyse.py turns them on for it), and every other file's lists grew
+    by each analysis that passed through it, for as long as the server ran (Megatron-LM: 327k ranges after the first
+    analysis of moe_utils.py, and 890 more per keystroke)."""
+
+    on = False
+
+    def append(self, item: _V, /) -> None:
+        if self.on:
+            super().append(item)
+
+    def extend(self, items: Iterable[_V], /) -> None:
+        if self.on:
+            super().extend(items)
+
+
 class FileIndex:
     def __init__(self, path: str, src: ParsedSource) -> None:
         self.path = path
@@ -219,12 +237,12 @@ class FileIndex:
         self.classes: dict[str, ClassInfo] = _Defined(src) if src.lazy is not None else {}
         self._scopes: dict[int, Scope] = {}
         # byte ranges whose contents the last analysis consulted (for incremental reuse of findings)
-        self.touched: list[tuple[int, int]] = []
+        self.touched: Reads[tuple[int, int]] = Reads()
         # (a, b, word): an answer read what the statements of [a, b) write to `word`: `self.name`'s writes in a class
         # (word `name`), or the bindings of a function's local `name` that a lookup saw (word `=name`). An edit inside
         # [a, b) changes it only in a statement that may write that (kept.Pending.written). Where a reuse does not
         # look at these (engine/units.py does), they count as the whole range (`touched_classes`)
-        self.attr_deps: list[tuple[int, int, str]] = []
+        self.attr_deps: Reads[tuple[int, int, str]] = Reads()
         # names whose every mention in the file the last analysis consulted (a module-level graph's replays):
         # an edit anywhere that spells one of them is not local
         self.watched: set[str] = set()
@@ -314,6 +332,12 @@ class FileIndex:
         self.touched.append(class_header(cls))
         self.watched.add(name)
         self.attr_deps.append((cls.node.start_byte, cls.node.end_byte, name))
+
+    def record(self, on: bool) -> None:
+        """Keep what analyses read of this file from now on (or stop, dropping what was kept)."""
+        for reads in (self.touched, self.attr_deps):
+            reads.clear()
+            reads.on = on
 
     def touched_classes(self, start: int = 0) -> list[tuple[int, int]]:
         """`attr_deps`' entries from `start` on as the ranges of their classes."""
@@ -412,27 +436,32 @@ class FileIndex:
         touch): the statement holding `at`, the bindings of `name` in each function scope passed (`=name` in
         attr_deps), and the statement or parameter list found. A capture walk that read one expression of a
         function (a value assigned there) then does not depend on edits of the function's other statements."""
-        mark = len(self.touched)
+        touched = self.touched
+        mark = len(touched)
         scope: Scope | None = self.scope_of(at)
-        del self.touched[mark:]
+        if not touched.on or len(touched) == mark:
+            return self._lookup(name, at, scope)  # a module-level name: no function read (edits are in functions)
+        del touched[mark:]
         stmt = self.src.nav.statement_of(at)
-        self.touched.append((stmt.start_byte, stmt.end_byte))
+        _touch(touched, stmt.start_byte, stmt.end_byte)
         found = self._lookup(name, at, scope)
         if found[1] is not None:
             owner = found[1].node
             if found[0] is not None:
-                self.touched.append((found[0].stmt.start_byte, found[0].stmt.end_byte))
+                _touch(touched, found[0].stmt.start_byte, found[0].stmt.end_byte)
             elif found[2] and owner.type == "function_definition":
                 params = owner.child_by_field_name("parameters")
                 if params is not None:
-                    self.touched.append((params.start_byte, params.end_byte))
+                    _touch(touched, params.start_byte, params.end_byte)
         return found
 
     def _lookup(self, name: str, at: Node, scope: Scope | None) -> tuple[Assign | None, Scope | None, bool]:
         first = True
         while scope is not None:
             if scope.node.type == "function_definition":
-                self.attr_deps.append((scope.node.start_byte, scope.node.end_byte, "=" + name))
+                dep = (scope.node.start_byte, scope.node.end_byte, "=" + name)
+                if not self.attr_deps or self.attr_deps[-1] != dep:
+                    self.attr_deps.append(dep)
             if name in scope.params and name not in scope.assigns:
                 return None, scope, True
             assigns = scope.assigns.get(name)
@@ -454,6 +483,12 @@ class FileIndex:
     def kind(self, node: Node, depth: int = 0, params: ParamKinds | None = None) -> Kind:
         """What `node` is (kinds.kind)."""
         return _kinds.kind(self, node, depth, params)
+
+
+def _touch(touched: list[tuple[int, int]], a: int, b: int) -> None:
+    """Record bytes [a, b) as read, once when read again at once (the lists are carried across every edit)."""
+    if not touched or touched[-1] != (a, b):
+        touched.append((a, b))
 
 
 _SCOPE_TYPES = frozenset({"assignment", "augmented_assignment", "for_statement", "for_in_clause", "global_statement",
