@@ -276,12 +276,24 @@ class ParsedSource:
         else:
             new_end_point = (start_line, start_b - self.line_starts[start_line] + len(new_bytes)) if start_line < len(self.line_starts) else (start_line, len(new_bytes))
         tree = self.tree.copy()
+        # the edit as told to the parser spans whole lines (same text before and after the change, so the same new
+        # tree): deleting a line's last character, told as itself, reparsed all of transformer_layer.py (7-8 ms
+        # against 0.8 ms told as its line; inserting there cost 0.9 ms either way)
+        line_a = self._ls(start_line)
+        nxt = self.data.find(b"\n", end_b)
+        old_end = len(self.data) if nxt < 0 else nxt + 1
+        new_end = old_end + (len(data) - len(self.data))
+        if nxt >= 0:  # up to and with the newline ending the edit's last line: the next line's start
+            old_end_point, new_end_point = (end_line + 1, 0), (new_end_point[0] + 1, 0)
+        else:  # the last line, unterminated: its rest follows the inserted text
+            old_end_point = (end_line, old_end - self._ls(end_line))
+            new_end_point = (new_end_point[0], new_end_point[1] + old_end - end_b)
         tree.edit(
-            start_byte=start_b,
-            old_end_byte=end_b,
-            new_end_byte=new_end_b,
-            start_point=(start_line, start_b - self._ls(start_line)),
-            old_end_point=(end_line, end_b - self._ls(end_line)),
+            start_byte=line_a,
+            old_end_byte=old_end,
+            new_end_byte=new_end,
+            start_point=(start_line, 0),
+            old_end_point=old_end_point,
             new_end_point=new_end_point,
         )
         new_tree = _parser().parse(data, tree)
