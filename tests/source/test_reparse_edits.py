@@ -1,5 +1,6 @@
-"""ParsedSource.edit reparses from the old tree, telling the parser the edit as whole lines (a line's last character
-deleted, told as itself, cost a full reparse): whatever the edit, the new tree is node for node, positions included,
+"""ParsedSource.edit reparses from the old tree, telling the parser the edit exactly or as the whole lines it spans
+(whichever reparsed fast last time: each way costs a full reparse of some files for some edits): whatever the edit
+and either way, the new tree is node for node, positions included,
 the one the parser gives when told the edit exactly, and the one a fresh parse gives. (Quotes typed into code that
 already holds strings are left out of the second: tree-sitter's incremental parse can then differ from a fresh one
 however the edit is told, e.g. a triple quote typed on line 6 and another on line 11 of SOURCE.)"""
@@ -62,12 +63,13 @@ TEXTS = st.sampled_from(["", "q", " ", "\n", "(", ")", "'", '"""', "é", "\n    
 
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000), st.integers(0, 3), st.integers(0, 6),
-                          TEXTS), min_size=1, max_size=6),
+                          TEXTS, st.booleans()), min_size=1, max_size=6),
        st.booleans())
-def test_every_edit_reparses_to_the_tree_of_a_fresh_parse(edits: list[tuple[int, int, int, int, str]],
+def test_every_edit_reparses_to_the_tree_of_a_fresh_parse(edits: list[tuple[int, int, int, int, str, bool]],
                                                           trailing_newline: bool) -> None:
     src = parse(SOURCE + ("\n" if trailing_newline else ""))
-    for row_seed, col_seed, rows, width, new in edits:
+    for row_seed, col_seed, rows, width, new, as_lines in edits:
+        src._tell_lines = as_lines
         lines = src.text.split("\n")
         r = row_seed % len(lines)
         c = col_seed % (len(lines[r]) + 1)
@@ -85,10 +87,21 @@ def test_every_edit_reparses_to_the_tree_of_a_fresh_parse(edits: list[tuple[int,
 
 
 def test_deleting_the_last_character_of_the_last_line_keeps_the_tree_right() -> None:
-    src = parse(SOURCE)  # no newline at the end
-    last = len(SOURCE.split("\n")) - 1
-    src = src.edit(last, 11, last, 12, "")
-    assert src.text.endswith("    return ")
-    _same_as_fresh(src)
-    src = src.edit(last, 4, last, 4, "zz")
-    _same_as_fresh(src)
+    for as_lines in (False, True):
+        src = parse(SOURCE)  # no newline at the end
+        last = len(SOURCE.split("\n")) - 1
+        src._tell_lines = as_lines
+        src = src.edit(last, 11, last, 12, "")
+        assert src.text.endswith("    return ")
+        _same_as_fresh(src)
+        src._tell_lines = as_lines
+        src = src.edit(last, 4, last, 4, "zz")
+        _same_as_fresh(src)
+
+
+def test_a_slow_reparse_tells_the_next_edit_the_other_way() -> None:
+    big = "\n".join(f"def f{i}(x):\n    y = x + {i}\n    return y" for i in range(4000))
+    src = parse(big)
+    before = src._tell_lines
+    src = src.edit(0, 0, 0, 0, "(")  # an open bracket before everything: the whole file reparsed
+    assert src._tell_lines is not before

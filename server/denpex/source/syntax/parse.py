@@ -12,6 +12,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
+from time import perf_counter
 
 import tree_sitter_python
 from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Range, Tree
@@ -85,6 +86,8 @@ class ParsedSource:
     lazy: _chunks.Chunks | None = field(default=None, repr=False, compare=False)
     epoch: int = field(default=0, compare=False)  # bumped when the tree grows: indexes of older trees are stale
     _nav: TreeNav | None = field(default=None, repr=False, compare=False)
+    # how `edit` tells the parser the next edit: as its whole lines (True) or exactly (see edit)
+    _tell_lines: bool = field(default=False, repr=False, compare=False)
 
     @property
     def nav(self) -> TreeNav:
@@ -276,27 +279,36 @@ class ParsedSource:
         else:
             new_end_point = (start_line, start_b - self.line_starts[start_line] + len(new_bytes)) if start_line < len(self.line_starts) else (start_line, len(new_bytes))
         tree = self.tree.copy()
-        # the edit as told to the parser spans whole lines (same text before and after the change, so the same new
-        # tree): deleting a line's last character, told as itself, reparsed all of transformer_layer.py (7-8 ms
-        # against 0.8 ms told as its line; inserting there cost 0.9 ms either way)
-        line_a = self._ls(start_line)
-        nxt = self.data.find(b"\n", end_b)
-        old_end = len(self.data) if nxt < 0 else nxt + 1
-        new_end = old_end + (len(data) - len(self.data))
-        if nxt >= 0:  # up to and with the newline ending the edit's last line: the next line's start
-            old_end_point, new_end_point = (end_line + 1, 0), (new_end_point[0] + 1, 0)
-        else:  # the last line, unterminated: its rest follows the inserted text
-            old_end_point = (end_line, old_end - self._ls(end_line))
-            new_end_point = (new_end_point[0], new_end_point[1] + old_end - end_b)
+        # Either way of telling tree-sitter the edit gives the same tree, but which reparses less varies with the
+        # code around it: deleting the last character of a line of transformer_layer.py, told exactly, reparsed the
+        # whole file (6-8 ms, 0.35 ms told as its whole line), while in DeepSpeed's runtime/utils.py the whole line
+        # cost 4.9 ms and the exact edit 0.4 ms. Keystrokes repeat where they are typed, so an edit is told the way
+        # the last one was unless that reparse was slow; then the next is told the other way.
+        lines = self._tell_lines
+        if lines:
+            a = self._ls(start_line)
+            nxt = self.data.find(b"\n", end_b)
+            old_end = len(self.data) if nxt < 0 else nxt + 1
+            a_point = (start_line, 0)
+            if nxt >= 0:  # up to and with the newline ending the edit's last line: the next line's start
+                old_end_point, new_end_point = (end_line + 1, 0), (new_end_point[0] + 1, 0)
+            else:  # the last line, unterminated: its rest follows the inserted text
+                old_end_point = (end_line, old_end - self._ls(end_line))
+                new_end_point = (new_end_point[0], new_end_point[1] + old_end - end_b)
+        else:
+            a, old_end, a_point = start_b, end_b, (start_line, start_b - self._ls(start_line))
+            old_end_point = (end_line, end_b - self._ls(end_line))
         tree.edit(
-            start_byte=line_a,
+            start_byte=a,
             old_end_byte=old_end,
-            new_end_byte=new_end,
-            start_point=(start_line, 0),
+            new_end_byte=old_end + (len(data) - len(self.data)),
+            start_point=a_point,
             old_end_point=old_end_point,
             new_end_point=new_end_point,
         )
+        t0 = perf_counter()
         new_tree = _parser().parse(data, tree)
+        slow = perf_counter() - t0 >= _SLOW_REPARSE_S
         text = data.decode("utf-8", "surrogatepass")
         # the line starts outside the replaced range carry over (shifted after it): no scan of the whole file
         old_starts = self.line_starts
@@ -306,11 +318,15 @@ class ParsedSource:
         inserted = [start_b + i + 1 for i, ch in enumerate(new_bytes) if ch == 10] if nl else []
         starts = old_starts[:i1] + inserted + ([x + delta for x in old_starts[i2:]] if delta else old_starts[i2:])
         out = ParsedSource(text, data, new_tree, starts, data.isascii())
+        out._tell_lines = lines != slow
         self._carry_occurrences(out, start_b, end_b, new_end_b)
         return out
 
     def _ls(self, row: int) -> int:
         return self.line_starts[row] if row < len(self.line_starts) else len(self.data)
+
+
+_SLOW_REPARSE_S = 0.001  # an incremental reparse slower than this tells the next edit the other way (ParsedSource.edit)
 
 
 def parse(text: str, lazy: bool = False) -> ParsedSource:
