@@ -65,11 +65,15 @@ def walked(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield names
 
 
-def _workspace() -> Workspace:
+def _ws(files: dict[str, str]) -> Workspace:
     ws = Workspace()
-    ws.add_file("lib.py", LIB)
-    ws.add_file("train.py", TRAIN)
+    for path, text in files.items():
+        ws.add_file(path, text)
     return ws
+
+
+def _workspace() -> Workspace:
+    return _ws({"lib.py": LIB, "train.py": TRAIN})
 
 
 def _edit(ws: Workspace, row_text: str, new: str, path: str = "lib.py") -> str:
@@ -177,10 +181,7 @@ def main():
 
 
 def _holder() -> Workspace:
-    ws = Workspace()
-    ws.add_file("holder.py", HOLDER)
-    ws.add_file("capture.py", CAPTURE)
-    return ws
+    return _ws({"holder.py": HOLDER, "capture.py": CAPTURE})
 
 
 def test_an_edit_in_a_method_that_spells_none_of_the_attributes_read_walks_nothing(walked: list[str]) -> None:
@@ -238,10 +239,7 @@ def main():
 
 
 def _box() -> Workspace:
-    ws = Workspace()
-    ws.add_file("box.py", BOX)
-    ws.add_file("peek.py", PEEK)
-    return ws
+    return _ws({"box.py": BOX, "peek.py": PEEK})
 
 
 def test_an_edit_of_a_statement_the_walk_did_not_read_keeps_the_entry(walked: list[str]) -> None:
@@ -310,10 +308,7 @@ g.replay()
 
 
 def _chain() -> Workspace:
-    ws = Workspace()
-    ws.add_file("chain.py", CHAIN)
-    ws.add_file("runs.py", RUNS)
-    return ws
+    return _ws({"chain.py": CHAIN, "runs.py": RUNS})
 
 
 def test_an_edit_in_a_function_called_from_the_same_file_rewalks_that_call_alone(walked: list[str]) -> None:
@@ -342,9 +337,7 @@ def test_an_edit_in_a_function_called_from_the_same_file_rewalks_that_call_alone
 
 def test_an_edit_of_the_calling_line_walks_the_caller_again(walked: list[str]) -> None:
     # the call inner() was entered from is itself edited: inner()'s entry is walked again through outer()
-    ws = Workspace()
-    ws.add_file("chain.py", CHAIN.replace("    return inner(k, t)", "    inner(k, t)\n    return k"))
-    ws.add_file("runs.py", RUNS)
+    ws = _ws({"chain.py": CHAIN.replace("    return inner(k, t)", "    inner(k, t)\n    return k"), "runs.py": RUNS})
     analyse_source(ws.text("chain.py") or "", "chain.py", workspace=ws)
     walked.clear()
     text = _edit(ws, "    inner(k, t)", " ", "chain.py")

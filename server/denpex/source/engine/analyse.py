@@ -544,7 +544,7 @@ class Document:
                         else:
                             self._cached = _shift_cached(self._cached, self.src, new, e)
                     if self._regions is not None:  # carried across the edit when next needed (often never)
-                        n = len(e.new_text.encode("utf-8", "surrogatepass"))
+                        n = t - s + delta  # the inserted bytes
                         w0, a0, b0 = _statements_edited(self.src, s, t)
                         w1, a1, b1 = _statements_edited(new, s, s + n)
                         # the new statements' span in the old text (what the edit inserted lies at [s, t))

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from tree_sitter import Node
 
+from denpex.source.capture.regions import CaptureRegion
 from denpex.source.engine.hits import Hit
 from denpex.source.engine.kept import (
     Pending,
@@ -154,7 +155,7 @@ class RemoteEntry:
     complete: bool = True  # every region's walk as recorded: none dropped or marked since
     # the importer's capture regions as found, with the importer's index and the wrapper names they were found
     # with: kept while this entry is (an edit that changed what finding them consulted, `head`, drops it)
-    regions: tuple[object, frozenset[str], list[Any]] | None = None
+    regions: tuple[FileIndex, frozenset[str], list[CaptureRegion]] | None = None
 
     @property
     def recs(self) -> list[Rec]:
@@ -266,10 +267,7 @@ class Recorder:
             try:
                 w.walk_entry(ix, fn, env, frame, label, branch, step, maybe, call, pre)
             finally:
-                self._flush(unit)
-                unit.touched = merged(unit.touched)
-                self.stack.pop()
-                parent.mark, parent.emark = len(self.ix.touched), len(self.ix.attr_deps)
+                self._close(unit, parent)
             return
         unit.before = len(self.log)
         saved = _isolate(w, self.values)
@@ -277,11 +275,15 @@ class Recorder:
             w.walk_entry(ix, fn, env, frame, label, branch, step, maybe, call, pre)
         finally:
             _restore(w, self.values, saved)
-            self._flush(unit)
-            unit.touched = merged(unit.touched)
-            self.stack.pop()
-            parent.mark, parent.emark = len(self.ix.touched), len(self.ix.attr_deps)
+            self._close(unit, parent)
         unit.end = len(self.log)
+
+    def _close(self, unit: Unit, parent: Unit) -> None:
+        """`unit`'s entry has returned: its reads taken (as their union), its parent's resumed."""
+        self._flush(unit)
+        unit.touched = merged(unit.touched)
+        self.stack.pop()
+        parent.mark, parent.emark = len(self.ix.touched), len(self.ix.attr_deps)
 
     def _free(self, frame: Frame, env: Env, pre: Env) -> bool:
         """The context names no code of the recorded file (else its nodes are anchored, Context.anchors)."""

@@ -443,25 +443,23 @@ class FileIndex:
             return self._lookup(name, at, scope)  # a module-level name: no function read (edits are in functions)
         del touched[mark:]
         stmt = self.src.nav.statement_of(at)
-        _touch(touched, stmt.start_byte, stmt.end_byte)
+        _append_once(touched, (stmt.start_byte, stmt.end_byte))
         found = self._lookup(name, at, scope)
         if found[1] is not None:
             owner = found[1].node
             if found[0] is not None:
-                _touch(touched, found[0].stmt.start_byte, found[0].stmt.end_byte)
+                _append_once(touched, (found[0].stmt.start_byte, found[0].stmt.end_byte))
             elif found[2] and owner.type == "function_definition":
                 params = owner.child_by_field_name("parameters")
                 if params is not None:
-                    _touch(touched, params.start_byte, params.end_byte)
+                    _append_once(touched, (params.start_byte, params.end_byte))
         return found
 
     def _lookup(self, name: str, at: Node, scope: Scope | None) -> tuple[Assign | None, Scope | None, bool]:
         first = True
         while scope is not None:
             if scope.node.type == "function_definition":
-                dep = (scope.node.start_byte, scope.node.end_byte, "=" + name)
-                if not self.attr_deps or self.attr_deps[-1] != dep:
-                    self.attr_deps.append(dep)
+                _append_once(self.attr_deps, (scope.node.start_byte, scope.node.end_byte, "=" + name))
             if name in scope.params and name not in scope.assigns:
                 return None, scope, True
             assigns = scope.assigns.get(name)
@@ -485,10 +483,10 @@ class FileIndex:
         return _kinds.kind(self, node, depth, params)
 
 
-def _touch(touched: list[tuple[int, int]], a: int, b: int) -> None:
-    """Record bytes [a, b) as read, once when read again at once (the lists are carried across every edit)."""
-    if not touched or touched[-1] != (a, b):
-        touched.append((a, b))
+def _append_once(reads: list[_V], item: _V) -> None:
+    """Record `item` as read, once when read again at once (the lists are carried across every edit)."""
+    if not reads or reads[-1] != item:
+        reads.append(item)
 
 
 _SCOPE_TYPES = frozenset({"assignment", "augmented_assignment", "for_statement", "for_in_clause", "global_statement",
