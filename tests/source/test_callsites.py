@@ -5,10 +5,15 @@ that changed."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from denpex.source.engine.analyse import analyse_workspace
 from denpex.source.resolve import callsites
+from denpex.source.resolve.index import FileIndex
 from denpex.source.resolve.values import Func, Inst, Values
 from denpex.source.resolve.workspace import Workspace
+from denpex.source.syntax.parse import parse
 
 NET = """import torch
 
@@ -124,12 +129,59 @@ def test_call_table_built_once_per_file_and_again_after_an_edit() -> None:
     files = _chain(4)
     ws = _ws(files)
     _flagged(ws)
-    before = callsites.stats["call_tables"]
+    before, named = callsites.stats["call_tables"], callsites.stats["named_calls"]
     _flagged(ws)  # the same trees: every table is still there
-    assert callsites.stats["call_tables"] == before
+    assert (callsites.stats["call_tables"], callsites.stats["named_calls"]) == (before, named)
     ws.add_file("main.py", files["main.py"].replace("h0(step)", "h0(step)\nh0(step)"))
     _flagged(ws)
-    assert callsites.stats["call_tables"] == before + 1  # only the edited file's table is built again
+    # only the edited file's calls are found again, from the mentions of the few names asked of it
+    assert callsites.stats["call_tables"] == before
+    assert callsites.stats["named_calls"] > named
+
+
+_TRICKY = '''
+import torch as t
+def f(x): return x
+class A:
+    def f(self, y): return y
+a = A()
+g = f
+v = g(a.f(1)).f(2)            # an outer call whose name comes after an inner call's
+w = a.f (3) + a . f(4)        # spaces around the dot and before the parenthesis
+s = "f(5) a.f(6)"             # in a string: no call
+# f(7) in a comment
+u = f
+z = ff(8) + f_(9) + xf(10)    # longer names
+q = [f(i) for i in range(3)] + [a.f(j)(k) for j, k in ()]
+r = f(f(f(11)))
+o = f"{f(12)}"
+'''
+
+
+def test_calls_found_from_mentions_equal_the_call_table() -> None:
+    # the mentions path must answer exactly what the whole-file table does, in the same order, for every name of
+    # this file's tricky spellings and of real code (this package's own modules)
+    import denpex.source.resolve.values as some_module
+
+    texts = [_TRICKY, Path(some_module.__file__).read_text(), Path(callsites.__file__).read_text()]
+    for text in texts:
+        names = set(re.findall(r"\w+", text))
+        ix_m = FileIndex("m.py", parse(text))
+        table = callsites._call_table(FileIndex("t.py", parse(text)))
+        checked = 0
+        for name in sorted(names):
+            by_mentions = callsites._calls_at_mentions(ix_m, name)
+            if by_mentions is None:
+                continue  # spelled too often: the table answers
+            checked += 1
+            expected = table.get(name, [])
+            assert [(c.start_byte, c.end_byte) for c in by_mentions] == [(c.start_byte, c.end_byte) for c in expected], name
+        assert checked > 20
+    # the tricky file's own answers, spelled out: the string, the comment and the longer names are not calls of f
+    ix = FileIndex("m.py", parse(_TRICKY))
+    found = [ix.text(c) for c in callsites._calls_at_mentions(ix, "f") or []]
+    assert found == ["g(a.f(1)).f(2)", "a.f(1)", "a.f (3)", "a . f(4)", "f(i)", "a.f(j)", "f(f(f(11)))", "f(f(11))",
+                     "f(11)", "f(12)"]
 
 
 def test_a_value_known_for_only_some_callers_is_a_may_be_edge() -> None:

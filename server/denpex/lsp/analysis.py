@@ -88,10 +88,13 @@ class IndexedWorkspace(Workspace):
     def _import_words(self) -> dict[str, set[str]]:
         if self._words_generation == self.generation:
             return self._word_files
-        for gone in [p for p in self._file_words if p not in self]:
-            self._unlink(gone, self._file_words.pop(gone)[1])
-            self._words_version += 1
-        for p in self.paths():
+        changed = self.changes_since(self._words_generation) if self._words_generation >= 0 else None
+        if changed is None:  # a file removed (or the first map): every file looked at
+            for gone in [p for p in self._file_words if p not in self]:
+                self._unlink(gone, self._file_words.pop(gone)[1])
+                self._words_version += 1
+        # else only the files changed since are (a keystroke: one), not every file's text
+        for p in self.paths() if changed is None else dict.fromkeys(changed):
             text = self.text(p) or ""
             old = self._file_words.get(p)
             if old is not None and old[0] is text:

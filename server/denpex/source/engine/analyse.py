@@ -32,8 +32,7 @@ from denpex.source.capture.regions import CaptureRegion, contextmanager_wrappers
 from denpex.source.config import ScanConfig
 from denpex.source.engine.around import AroundIndex, around_region
 from denpex.source.engine.facts import fresh_name, logging_level_low
-from denpex.source.engine.filecache import may_capture as _may_capture
-from denpex.source.engine.filecache import may_open
+from denpex.source.engine.filecache import capturing_importers, may_open
 from denpex.source.engine.filecache import may_wrap as _may_wrap
 from denpex.source.engine.filecache import wrapper_names as _wrapper_names
 from denpex.source.engine.hits import Hit, Sink, branch_head
@@ -398,14 +397,8 @@ def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | No
     if ws is not None:
         # the files that import this one, directly or through others (a capture in train.py reaches
         # layers.py through model.py)
-        importers = ws.importers_closure(ix.path)
-        frozen = frozenset(wrappers)
-        for p in ws.paths():
-            if p == ix.path or p not in importers:
-                continue
+        for p in capturing_importers(ws, ix.path, frozenset(wrappers), config.capture_entry_points):
             text = ws.text(p) or ""
-            if not _may_capture(p, text, frozen, config.capture_entry_points):
-                continue
             hit = remote.get(p) if remote is not None else None
             if hit is None or hit.text is not text or not hit.complete:
                 other = ws.index(p)

@@ -5,6 +5,8 @@ object is the same (an edit or a reload replaces it), so a keystroke reads again
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
 
 from denpex.source.capture.entrypoints import may_have_entries
 from denpex.source.capture.regions import contextmanager_wrappers
@@ -58,15 +60,64 @@ def file_wrappers(ws: Workspace, p: str) -> frozenset[str]:
     return names
 
 
+@dataclass
+class _Known:
+    """Per workspace: the files whose text may define a capture opener (`may_wrap`), as of `generation`, and the
+    importers of a file that may capture, per file, with what they were found for."""
+
+    generation: int = -1
+    may_wrap: set[str] = field(default_factory=set)
+    importers: dict[str, tuple[tuple[object, ...], list[str]]] = field(default_factory=dict)
+
+
+_KNOWN: WeakKeyDictionary[Workspace, _Known] = WeakKeyDictionary()
+
+
+def _known(ws: Workspace) -> _Known:
+    """`ws`'s `_Known`, brought up to date from the files changed since (all files after a removal)."""
+    k = _KNOWN.get(ws)
+    if k is None:
+        k = _KNOWN[ws] = _Known()
+    if k.generation == ws.generation:
+        return k
+    changed = ws.changes_since(k.generation) if k.generation >= 0 else None
+    if changed is None:
+        k.may_wrap = {p for p in ws.paths() if may_wrap(ws.text(p) or "")}
+    else:
+        for p in dict.fromkeys(changed):
+            if may_wrap(ws.text(p) or ""):
+                k.may_wrap.add(p)
+            else:
+                k.may_wrap.discard(p)
+    k.generation = ws.generation
+    return k
+
+
 def wrapper_names(config: ScanConfig, ws: Workspace | None, ix: FileIndex) -> set[str]:
     """The configured capture wrappers and the capture openers other workspace files define (each file read
-    again only when it changed, see `_WRAPS`: the scan over every file's text was per keystroke)."""
+    again only when it changed, see `_WRAPS`; only the files whose text may define one are asked: the pass over
+    every file was per keystroke)."""
     names = {w.rsplit(".", 1)[-1] for w in config.capture_wrappers} | set(config.capture_wrappers)
     if ws is not None:
-        for p in ws.paths():
+        for p in sorted(_known(ws).may_wrap):
             if p != ix.path:
                 names |= file_wrappers(ws, p)
     return names
+
+
+def capturing_importers(ws: Workspace, path: str, wrappers: frozenset[str], entries: frozenset[str]) -> list[str]:
+    """The files importing `path`, directly or through others, whose text may capture (`may_capture`), in the
+    workspace's order; kept while no other file changes (then neither their texts nor the closure can)."""
+    known = _known(ws)
+    key = (ws.others_generation(path), wrappers, entries)
+    hit = known.importers.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    closure = ws.importers_closure(path)
+    found = [p for p in ws.paths()
+             if p != path and p in closure and may_capture(p, ws.text(p) or "", wrappers, entries)]
+    known.importers[path] = (key, found)
+    return found
 
 
 # per file: the text, wrappers and entry points `may_capture` answered for, and its answer

@@ -140,6 +140,9 @@ class Walk:
     ident: tuple[str, int, int, int, int]
     root: Unit
     log: list[Write]
+    # where `log` writes a key naming a function of the recorded file (only those move with an edit; found at the
+    # first edit: a walk's log is never rewritten otherwise, rewalk checks a re-walk wrote the same)
+    local: list[int] | None = None
 
 
 @dataclass
@@ -190,6 +193,9 @@ class RegionCache:
             self.entries = kept
             remote: dict[str, RemoteEntry] = {}
             for other, rentry in self.remote.items():
+                if not rentry.walks and not rentry.head and not rentry.head_watched:
+                    remote[other] = rentry  # no region, and finding none read this file: nothing to move
+                    continue
                 if _consulted(p, rentry.head, rentry.head_watched):
                     continue
                 walks: dict[tuple[str, int, int, int, int], Walk] = {}
@@ -348,7 +354,13 @@ def carry(walk: Walk, p: Pending, path: str) -> Walk | None:
     to be re-walked (None: the walk itself must be walked again)."""
     try:
         ok = _carry(walk.root, p, path)
-        walk.log = [(tag, _shift_key(k, p, path), v) for tag, k, v in walk.log]
+        if walk.local is None:
+            walk.local = [i for i, (_tag, k, _v) in enumerate(walk.log) if _shift_key(k, p, path) is not k]
+        if walk.local:
+            log = walk.log = list(walk.log)
+            for i in walk.local:
+                tag, k, v = log[i]
+                log[i] = (tag, _shift_key(k, p, path), v)
     except (_Gone, ValueError):
         return None
     return walk if ok else None

@@ -29,13 +29,15 @@ _SELF_WRITES = "(assignment) @a\n(call function: (attribute) arguments: (argumen
 class _Tables:
     epoch: int
     calls: dict[str, list[Node]] | None = None  # called name (`name(...)`, `x.name(...)`) -> calls, in order
+    named: dict[str, list[Node]] = field(default_factory=dict)  # the same, per name, before the table is built
     self_writes: dict[int, dict[str, list[tuple[Node, FuncInfo]]]] = field(default_factory=dict)  # class node id
     returns: dict[int, list[Node]] = field(default_factory=dict)  # function node id -> returned expressions
 
 
 # keyed by the index object itself: a file's tables live as long as the index of its current tree
 _TABLES: WeakKeyDictionary[FileIndex, _Tables] = WeakKeyDictionary()
-stats = {"call_tables": 0, "class_tables": 0}  # tables built (tests check that a second question builds none)
+stats = {"call_tables": 0, "class_tables": 0, "named_calls": 0}  # tables built, names found from their mentions (tests
+# check that a second question builds none)
 
 
 def _tables(f: FileIndex) -> _Tables:
@@ -49,17 +51,60 @@ def calls_named(f: FileIndex, name: str) -> list[Node]:
     """The calls in `f` whose callee is `name(...)` or `<expr>.name(...)`, in document order."""
     f.src.need_word(name)  # every call of it must be in the tree (the analysis reruns once it is)
     t = _tables(f)
+    if t.calls is None and len(t.named) < _NAMED_BEFORE_TABLE:
+        # the first few names of a new tree (an edited file's, on every keystroke) found from where the name is
+        # spelled, whose offsets are carried across edits (ParsedSource.occurrences), not by a query of the file
+        found = t.named.get(name)
+        if found is None:
+            found = _calls_at_mentions(f, name)
+            if found is not None:
+                t.named[name] = found
+        if found is not None:
+            return found
     if t.calls is None:
-        table: dict[str, list[Node]] = {}
-        for call in run_query(_CALLS, f.src.root).get("c", []):
-            fnode = call.child_by_field_name("function")
-            last = fnode if fnode is not None and fnode.type == "identifier" else (
-                fnode.child_by_field_name("attribute") if fnode is not None else None)
-            if last is not None:
-                table.setdefault(f.text(last), []).append(call)
-        t.calls = table
-        stats["call_tables"] += 1
+        t.calls = _call_table(f)
     return t.calls.get(name, [])
+
+
+def _call_table(f: FileIndex) -> dict[str, list[Node]]:
+    """Every call of the file's tree by called name, in document order."""
+    table: dict[str, list[Node]] = {}
+    for call in run_query(_CALLS, f.src.root).get("c", []):
+        fnode = call.child_by_field_name("function")
+        last = fnode if fnode is not None and fnode.type == "identifier" else (
+            fnode.child_by_field_name("attribute") if fnode is not None else None)
+        if last is not None:
+            table.setdefault(f.text(last), []).append(call)
+    stats["call_tables"] += 1
+    return table
+
+
+_NAMED_BEFORE_TABLE = 8  # names asked of one tree before its whole call table is built
+_MENTIONS_MAX = 64  # a name spelled more often is looked up in the table
+
+
+def _calls_at_mentions(f: FileIndex, name: str) -> list[Node] | None:
+    """`calls_named` from the mentions of `name` in the tree, in the same order (None: too many to look at)."""
+    word = name.encode("utf-8", "surrogatepass")
+    offsets = f.src.occurrences_in_tree(word)
+    if len(offsets) > _MENTIONS_MAX:
+        return None
+    stats["named_calls"] += 1
+    root = f.src.root
+    out: list[Node] = []
+    for o in offsets:
+        n = root.descendant_for_byte_range(o, o + len(word))
+        if n is None or n.type != "identifier" or n.start_byte != o or n.end_byte != o + len(word):
+            continue  # inside a longer name, a string or a comment
+        p = n.parent
+        if p is not None and p.type == "attribute":
+            if p.child_by_field_name("attribute") != n:
+                continue
+            n, p = p, p.parent
+        if p is not None and p.type == "call" and p.child_by_field_name("function") == n:
+            out.append(p)
+    out.sort(key=lambda c: (c.start_byte, -c.end_byte))
+    return out
 
 
 def self_writes(f: FileIndex, cls: ClassInfo, name: str) -> list[tuple[Node, FuncInfo]]:

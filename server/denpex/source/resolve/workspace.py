@@ -99,7 +99,16 @@ class Workspace:
         self.generation = 0
         self._changed_at: dict[str, int] = {}
         self._removed_at = 0
+        # the two most recent changes of distinct files, (path, generation): others_generation without a pass
+        # over every file (it is asked on every keystroke)
+        self._top: tuple[str, int] = ("", 0)
+        self._second: tuple[str, int] = ("", 0)
+        # the file changed at each generation since `_log_base` (changes_since: what a per-file cache must read
+        # again, instead of every file's text on every keystroke)
+        self._log: list[str] = []
+        self._log_base = 0
         self._word_cache: dict[str, tuple[int, frozenset[str]]] = {}
+        self._searched: dict[str, tuple[int, int]] = {}  # path -> (stamp, words searched for in that text)
         self._has_cache: dict[tuple[str, str], tuple[int, bool]] = {}
         self._imported_cache: dict[tuple[str, str], tuple[int, bool]] = {}
         self._imports: tuple[int, dict[str, set[str]]] | None = None
@@ -115,8 +124,7 @@ class Workspace:
         self._pending[path] = text
         if is_new:
             self._new_path(path)
-        self.generation += 1
-        self._changed_at[path] = self.generation
+        self._changed(path)
 
     def text(self, path: str) -> str | None:
         pending = self._pending.get(path)
@@ -166,9 +174,10 @@ class Workspace:
             self._indexes.pop(path, None)
             self._changed_at.pop(path, None)
             self._word_cache.pop(path, None)
+            self._searched.pop(path, None)
             self._known.pop(path, None)
             self._layout += 1
-            self.generation += 1
+            self._changed("")
             self._removed_at = self.generation
 
     def _put(self, path: str, src: ParsedSource) -> None:
@@ -178,12 +187,34 @@ class Workspace:
         self._indexes.pop(path, None)
         if is_new:
             self._new_path(path)
+        self._changed(path)
+
+    _LOG_KEEP = 4096
+
+    def _changed(self, path: str) -> None:
+        """A new generation: `path` added or changed (\"\": a file removed)."""
         self.generation += 1
-        self._changed_at[path] = self.generation
+        if path:
+            self._changed_at[path] = self.generation
+            if self._top[0] != path:
+                self._second = self._top
+            self._top = (path, self.generation)
+        self._log.append(path)
+        if len(self._log) > 2 * self._LOG_KEEP:
+            del self._log[:self._LOG_KEEP]
+            self._log_base += self._LOG_KEEP
 
     def others_generation(self, path: str) -> int:
         """The last change to any other file (or a removal)."""
-        return max([self._removed_at, *(g for p, g in self._changed_at.items() if p != path)])
+        other = self._top[1] if self._top[0] != path else self._second[1]
+        return max(self._removed_at, other)
+
+    def changes_since(self, generation: int) -> list[str] | None:
+        """The files added or changed after `generation`, oldest first, repeats included (None: a file was
+        removed since, or the log no longer reaches back that far: read every file again)."""
+        if generation < self._removed_at or generation < self._log_base:
+            return None
+        return self._log[generation - self._log_base:]
 
     def _new_path(self, path: str) -> None:
         self._known[path] = None
@@ -335,7 +366,7 @@ class Workspace:
         hit = self._has_cache.get(key)
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        if word not in self._words(path):
+        if not self._has(path, word, stamp):
             found = False
         elif not call:
             found = True
@@ -343,6 +374,23 @@ class Workspace:
             found = _spells_call(self.text(path) or "", word)
         self._has_cache[key] = (stamp, found)
         return found
+
+    _SEARCHES_BEFORE_WORDS = 4  # words asked of one text before all its words are read
+
+    def _has(self, path: str, word: str, stamp: int) -> bool:
+        """`word` is one of the file's words: the first few questions of a text (an edited file's, on every
+        keystroke) by a search for that word, not by reading every word of the file."""
+        cached = self._word_cache.get(path)
+        if cached is not None and cached[0] == stamp:
+            return word in cached[1]
+        asked = self._searched.get(path)
+        count = asked[1] if asked is not None and asked[0] == stamp else 0
+        if count >= self._SEARCHES_BEFORE_WORDS:
+            return word in self._words(path)
+        self._searched[path] = (stamp, count + 1)
+        if not _WORD.fullmatch(word):
+            return False  # not a word at all
+        return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", self.text(path) or "") is not None
 
     def _words(self, path: str) -> frozenset[str]:
         """The identifier-like words of a file, cached until the file changes."""
