@@ -12,6 +12,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from weakref import WeakSet
 
 from tree_sitter import Node
 
@@ -236,6 +237,7 @@ class FileIndex:
         self.module_funcs: dict[str, FuncInfo] = _Defined(src) if src.lazy is not None else {}
         self.classes: dict[str, ClassInfo] = _Defined(src) if src.lazy is not None else {}
         self._scopes: dict[int, Scope] = {}
+        self._lookups: dict[tuple[str, int], _Looked] = {}  # (name, node id) -> lookup's answer and its reads
         # byte ranges whose contents the last analysis consulted (for incremental reuse of findings)
         self.touched: Reads[tuple[int, int]] = Reads()
         # (a, b, word): an answer read what the statements of [a, b) write to `word`: `self.name`'s writes in a class
@@ -435,31 +437,56 @@ class FileIndex:
         What the answer read is recorded narrowly, not as the whole functions whose scopes it passed (scope()'s
         touch): the statement holding `at`, the bindings of `name` in each function scope passed (`=name` in
         attr_deps), and the statement or parameter list found. A capture walk that read one expression of a
-        function (a value assigned there) then does not depend on edits of the function's other statements."""
-        touched = self.touched
-        mark = len(touched)
-        scope: Scope | None = self.scope_of(at)
-        if not touched.on or len(touched) == mark:
-            return self._lookup(name, at, scope)  # a module-level name: no function read (edits are in functions)
-        del touched[mark:]
+        function (a value assigned there) then does not depend on edits of the function's other statements.
+
+        Answers are remembered with what they read, and a remembered answer records its reads again: the same
+        names are looked up at the same nodes many times per analysis (kinds, rules), and an analysis that
+        records its reads gets the same ones from a remembered answer as from a new one."""
+        key = (name, at.id)
+        hit = self._lookups.get(key)
+        if hit is None:
+            hit = self._lookup_reads(name, at)
+            if self.src.epoch == self.epoch and _LOOKUPS.remember(self):  # (a grown lazy tree: nodes are new)
+                self._lookups[key] = hit
+        found, reads, deps = hit
+        if self.touched.on:
+            for r in reads:
+                _append_once(self.touched, r)
+        if self.attr_deps.on:
+            for d in deps:
+                _append_once(self.attr_deps, d)
+        return found
+
+    def _lookup_reads(self, name: str, at: Node) -> _Looked:
+        touched, attr_deps = self.touched, self.attr_deps
+        saved = touched.on, attr_deps.on
+        touched.on = attr_deps.on = False  # what scope() records of the functions passed is not this answer's
+        try:
+            scope: Scope | None = self.scope_of(at)
+        finally:
+            touched.on, attr_deps.on = saved
+        deps: list[tuple[int, int, str]] = []
+        found = self._lookup(name, at, scope, deps)
+        if scope is None or scope.node.type != "function_definition":
+            return found, (), tuple(deps)  # a module-level name: no function read (edits are in functions)
         stmt = self.src.nav.statement_of(at)
-        _append_once(touched, (stmt.start_byte, stmt.end_byte))
-        found = self._lookup(name, at, scope)
+        reads = [(stmt.start_byte, stmt.end_byte)]
         if found[1] is not None:
             owner = found[1].node
             if found[0] is not None:
-                _append_once(touched, (found[0].stmt.start_byte, found[0].stmt.end_byte))
+                reads.append((found[0].stmt.start_byte, found[0].stmt.end_byte))
             elif found[2] and owner.type == "function_definition":
                 params = owner.child_by_field_name("parameters")
                 if params is not None:
-                    _append_once(touched, (params.start_byte, params.end_byte))
-        return found
+                    reads.append((params.start_byte, params.end_byte))
+        return found, tuple(reads), tuple(deps)
 
-    def _lookup(self, name: str, at: Node, scope: Scope | None) -> tuple[Assign | None, Scope | None, bool]:
+    def _lookup(self, name: str, at: Node, scope: Scope | None, deps: list[tuple[int, int, str]],
+                ) -> tuple[Assign | None, Scope | None, bool]:
         first = True
         while scope is not None:
             if scope.node.type == "function_definition":
-                _append_once(self.attr_deps, (scope.node.start_byte, scope.node.end_byte, "=" + name))
+                deps.append((scope.node.start_byte, scope.node.end_byte, "=" + name))
             if name in scope.params and name not in scope.assigns:
                 return None, scope, True
             assigns = scope.assigns.get(name)
@@ -481,6 +508,33 @@ class FileIndex:
     def kind(self, node: Node, depth: int = 0, params: ParamKinds | None = None) -> Kind:
         """What `node` is (kinds.kind)."""
         return _kinds.kind(self, node, depth, params)
+
+
+_Looked = tuple[tuple["Assign | None", "Scope | None", bool], tuple[tuple[int, int], ...], tuple[tuple[int, int, str], ...]]
+
+
+class _Remembered:
+    """Bounds the remembered lookups of all indexes together (a whole-tree scan keeps every file's index): past
+    `MAX` answers, every index forgets its own and remembering starts again."""
+
+    MAX = 20_000
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.holders: WeakSet[FileIndex] = WeakSet()
+
+    def remember(self, ix: FileIndex) -> bool:
+        if self.count >= self.MAX:
+            for held in list(self.holders):
+                held._lookups.clear()
+            self.holders.clear()
+            self.count = 0
+        self.count += 1
+        self.holders.add(ix)
+        return True
+
+
+_LOOKUPS = _Remembered()
 
 
 def _append_once(reads: list[_V], item: _V) -> None:

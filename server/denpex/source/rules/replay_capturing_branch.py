@@ -52,7 +52,13 @@ def _visit(w: Walk, node: Node, frame: Frame) -> None:
     else:
         return
     guards = frozenset(getattr(w, "guards", _GUARDS))
+    data = frame.ix.src.data
+    spelled = [g.encode("utf-8", "surrogatepass") for g in guards]
     for root in roots:
+        # a guard's condition spells its name: code that spells none has no `if` to look at (found by a search
+        # of its bytes, not a walk of its every node)
+        if not any(data.find(g, root.start_byte, root.end_byte) >= 0 for g in spelled):
+            continue
         for if_stmt in _ifs(root):
             _judge(w, if_stmt, frame, guards, scope_end)
 
