@@ -306,20 +306,20 @@ class Recorder:
         return True
 
 
-_Saved = tuple[tuple[dict[Any, Any], ...], dict[Any, Any], dict[Any, Any]]
+_Saved = tuple[tuple[dict[Any, Any], ...], dict[Any, Any], dict[Any, Any], dict[Any, Any]]
 
 
 def _isolate(w: CaptureWalker, v: Values) -> _Saved:
     """Set the remembered answers aside: the entry computes its own and they are dropped after it."""
-    saved = (v.memos(), w.guard_wrappers, w.warm_memo)
+    saved = (v.memos(), w.guard_wrappers, w.warm_memo, w.kind_memo)
     v.set_memos(None)
-    w.guard_wrappers, w.warm_memo = {}, {}
+    w.guard_wrappers, w.warm_memo, w.kind_memo = {}, {}, {}
     return saved
 
 
 def _restore(w: CaptureWalker, v: Values, saved: _Saved) -> None:
     v.set_memos(saved[0])
-    w.guard_wrappers, w.warm_memo = saved[1], saved[2]
+    w.guard_wrappers, w.warm_memo, w.kind_memo = saved[1], saved[2], saved[3]
 
 
 # ---- carrying a recorded walk across an edit of the recorded file ------------------------------------------------

@@ -89,6 +89,9 @@ class CaptureWalker:
         self.fixes = RegionFixBuilder(region, resolver, self.torch)
         self.state: dict[object, object] = {}
         self.warm_memo: dict[frozenset[str], bool] = {}
+        # kind() per (file, node, bindings, function, deep): the rules ask the kind of one expression in one frame
+        # again and again; the frame's env and index are held, so their identities are not reused meanwhile
+        self.kind_memo: dict[tuple[int, int, int, int, bool], tuple[Kind, Env, FileIndex]] = {}
         # engine/units.Recorder: takes the entries into one file's functions (None: every entry is walked here)
         self.recorder: EntryRecorder | None = None
 
@@ -512,6 +515,15 @@ class CaptureWalker:
         """The kind of `node` where the frame's bindings hold; `deep`: an object the file does not build
         (`opt = build_optimizer(model)`) takes its kind from its construction wherever it is (values.py)."""
         node = strip_parens(node)
+        key = (id(frame.ix), node.id, id(frame.env), frame.func.node.id if frame.func is not None else -1, deep)
+        hit = self.kind_memo.get(key)
+        if hit is not None:
+            return hit[0]
+        k = self._kind(node, frame, deep)
+        self.kind_memo[key] = (k, frame.env, frame.ix)
+        return k
+
+    def _kind(self, node: Node, frame: Frame, deep: bool) -> Kind:
         if node.type == "identifier":
             b = frame.env.get(frame.ix.text(node))
             for _ in range(MAX_CALL_DEPTH):  # an argument that is itself a parameter of the caller: its binding

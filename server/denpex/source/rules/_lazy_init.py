@@ -10,7 +10,7 @@ from tree_sitter import Node
 from denpex.source.capture.regions import CaptureRegion
 from denpex.source.engine.around import scope_table, upto
 from denpex.source.resolve.callgraph import Resolver
-from denpex.source.resolve.index import FileIndex, Kind, positional
+from denpex.source.resolve.index import FileIndex, positional
 from denpex.source.rules._api import CallSite, Walk
 from denpex.source.rules._frozen_outputs import callers
 from denpex.source.syntax.parse import strip_parens, walk
@@ -32,27 +32,14 @@ def first_use(w: Walk, c: CallSite, lib: str, hazard: str) -> None:
     elif q in CUDNN_FUNCS:
         uses = lib == "cudnn"
     else:
-        k = _callee_kind(w, c)
+        f = c.func
+        k = w.kind(f, c.frame) if f.type in ("identifier", "attribute") else None
         uses = k is not None and k.cat == "module" and lib in k.lib
     on_path = path_functions(c.frame.chain)
     if not uses or warmed_up(w.region, lib, on_path) or warmed_by_callers(w.resolver, w.region, on_path):
         return
     w.state[hazard] = True
     w.report(hazard, c.node, c.frame, [w.fixes.warm_up()])
-
-
-# the last call's callee kind: both rules ask it of every call the capture reaches, one after the other (it was a
-# fifth of a re-walk's time); the call site is held, so its identity cannot be reused meanwhile
-_last: list[tuple[CallSite, Kind | None]] = []
-
-
-def _callee_kind(w: Walk, c: CallSite) -> Kind | None:
-    if _last and _last[0][0] is c:
-        return _last[0][1]
-    f = c.func
-    k = w.kind(f, c.frame) if f.type in ("identifier", "attribute") else None
-    _last[:] = [(c, k)]
-    return k
 
 
 def path_functions(chain: tuple[str, ...]) -> frozenset[str]:
