@@ -50,6 +50,7 @@ from denpex.source.fixes.suppress import is_suppressed, suppression_fix, suppres
 from denpex.source.model import CaptureSite, Fix, Severity, SourceFinding, TextEdit
 from denpex.source.resolve.callgraph import Resolver
 from denpex.source.resolve.index import FileIndex
+from denpex.source.resolve.values import CarriedAnswers
 from denpex.source.resolve.workspace import Workspace, diff_edit
 from denpex.source.rules import RuleSet, check_against, registry, rule_set
 from denpex.source.syntax.parse import ParsedSource, parse, take_wanting
@@ -383,7 +384,7 @@ def _remote_hits(ix: FileIndex, other: FileIndex, text: str, resolver: Resolver,
 
 def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | None, book: RuleBook,
                  cached: dict[tuple[str, int, int, int, int], _RegionEntry] | None,
-                 remote: dict[str, RemoteEntry] | None = None,
+                 remote: dict[str, RemoteEntry] | None = None, carried: CarriedAnswers | None = None,
                  ) -> tuple[list[SourceFinding], list[_RegionEntry], dict[str, RemoteEntry]]:
     """`_analyse_index` for a Document: the same findings, with the per-region entries to re-use next time, and
     the hits of the importers' regions per importer (`remote`: the ones still valid after the edits since)."""
@@ -391,6 +392,11 @@ def _analyse_doc(ix: FileIndex, *, config: ScanConfig, workspace: Workspace | No
     resolver = Resolver(ws.lookup_module if ws is not None else (lambda _m: None),
                         ws.imported_elsewhere if ws is not None else None,
                         ws.importers if ws is not None else None)
+    if ws is not None:
+        values = resolver.values
+        values.pinned = ix  # the words other files' call sites are found by are watched here
+        if carried is not None:
+            values.carried, values.current = carried, ws.indexed
     wrappers = _wrapper_names(config, ws, ix)
     recs, entries = _region_hits(ix, resolver, config, wrappers, cached)
     found: dict[str, RemoteEntry] = {}
@@ -597,9 +603,13 @@ class Document:
             return list(self._cached.findings)
         self.last_was_incremental = False
         cached = remote = None
+        # resolver answers free of this file, carried from the last analysis (a fresh one carries none: it is the
+        # reference an incremental one must equal)
+        carried: CarriedAnswers | None = None
         if self._regions is not None and self._regions.key == key:
             cached = self._regions.current(self.path)
             remote = self._regions.remote
+            carried = self._regions.carried
 
         def run() -> tuple[FileIndex, list[SourceFinding], list[_RegionEntry], dict[str, RemoteEntry]]:
             if workspace is not None:
@@ -611,7 +621,8 @@ class Document:
             ix = self.ix
             ix.record(True)
             ix.watched.clear()
-            return ix, *_analyse_doc(ix, config=cfg, workspace=workspace, book=book, cached=cached, remote=remote)
+            return ix, *_analyse_doc(ix, config=cfg, workspace=workspace, book=book, cached=cached, remote=remote,
+                                     carried=carried)
 
         ix, findings, entries, found = _settled(run)
         touched = ix.touched + ix.touched_classes()
@@ -625,7 +636,8 @@ class Document:
             touched.extend(r_touched)
             watched |= r_watched
         self._cached = _Cached(key, findings, _merged(touched), frozenset(watched))
-        self._regions = RegionCache(key, {en.ident: en for en in entries}, remote=found)
+        self._regions = RegionCache(key, {en.ident: en for en in entries}, remote=found,
+                                    carried=carried if carried is not None else CarriedAnswers())
         self.last_reused_regions = sum(1 for en in entries if cached is not None and cached.get(en.ident) is en)
         self._facts = facts
         return list(findings)

@@ -46,7 +46,7 @@ from denpex.source.engine.walker import CaptureWalker
 from denpex.source.model import CallStep
 from denpex.source.resolve.callgraph import Binding, Env
 from denpex.source.resolve.index import FileIndex, FuncInfo
-from denpex.source.resolve.values import Values
+from denpex.source.resolve.values import CarriedAnswers, Values
 from denpex.source.rules._api import Frame
 
 _K = TypeVar("_K")
@@ -177,12 +177,14 @@ class RegionCache:
     entries: dict[tuple[str, int, int, int, int], RegionEntry]
     pending: list[Pending] = field(default_factory=list)
     remote: dict[str, RemoteEntry] = field(default_factory=dict)  # by importer path
+    carried: CarriedAnswers = field(default_factory=CarriedAnswers)  # resolver answers free of this file
 
     def current(self, path: str) -> dict[tuple[str, int, int, int, int], RegionEntry]:
         """The entries (and remote entries) that survive the pending edits of file `path`, moved to the current
         positions; a remote entry keeps the walks of its regions that can be carried, the entries into the edited
         function marked to be walked again."""
         for p in self.pending:
+            self.carried.drop_spelled(p.changed)
             kept: dict[tuple[str, int, int, int, int], RegionEntry] = {}
             for entry in self.entries.values():
                 if consulted(p.fn_start, p.fn_end, p.changed, entry.touched, entry.watched):

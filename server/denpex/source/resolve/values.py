@@ -167,6 +167,13 @@ class Values:
     _low: int = NO_OPEN
     # an answer since the last reset is a may-be one (GUESS_CALLERS | GUESS_PARTIAL bits, 0: none)
     guessed: int = 0
+    # from_callers' answers that read nothing of the analysed file `pinned`, carried by its Document across
+    # keystrokes while no other file changes (engine/analyse.py): see Carried
+    carried: CarriedAnswers | None = None
+    pinned: FileIndex | None = None
+    current: Callable[[str], FileIndex | None] | None = None  # the workspace's index of a file now
+    _seen_pinned: int = 0  # questions asked of `pinned`'s code (an answer that asked one is not carried)
+    _words: set[str] | None = None  # while a carried answer is computed: the words its call sites were found by
 
     def forget(self) -> None:
         """Drop every remembered answer. The ranges an answer consulted are recorded (ix.touched) only when it is
@@ -195,6 +202,8 @@ class Values:
     def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
         """The values `expr` (in `ix`) may have. An answer cut short by the depth bound is not remembered: asked
         again from nearer the top it may go further."""
+        if ix is self.pinned:
+            self._seen_pinned += 1
         if depth > MAX_DEPTH:
             self._cut = True
             return []
@@ -300,6 +309,8 @@ class Values:
 
     def global_name(self, ix: FileIndex, name: str, depth: int) -> list[Value]:
         """A module-level function or class of the file, or one imported from a workspace file."""
+        if ix is self.pinned:
+            self._seen_pinned += 1
         fn = ix.module_funcs.get(name)
         if fn is not None:
             return [Func(ix, fn)]
@@ -321,6 +332,8 @@ class Values:
         other = self.lookup_module(module)
         if other is None:
             return []
+        if other is self.pinned:
+            self._seen_pinned += 1
         fn = other.module_funcs.get(name)
         if fn is not None:
             return [Func(other, fn)]
@@ -402,6 +415,8 @@ class Values:
         if body is None:
             return []
         ix = fn.ix
+        if ix is self.pinned:
+            self._seen_pinned += 1
         ix.touched.append((fn.func.node.start_byte, fn.func.node.end_byte))
         rets = [self.of(ix, r, depth + 1) for r in callsites.returned(ix, fn.func)]
         found = _union(rets)
@@ -425,6 +440,8 @@ class Values:
 
     # ---- attributes --------------------------------------------------------------------------------------
     def attribute(self, ix: FileIndex, objs: list[Value], name: str, depth: int, obj: Node | None = None) -> list[Value]:
+        if ix is self.pinned:
+            self._seen_pinned += 1
         out: list[list[Value]] = []
         if obj is not None and not objs and strip_parens(obj).type == "identifier":
             q = ix.imports.lookup(ix.text(strip_parens(obj)))
@@ -475,6 +492,8 @@ class Values:
     def self_assignments(self, ix: FileIndex, cls: ClassInfo, name: str) -> list[tuple[Node, FuncInfo]]:
         """Every `self.name = v`, `self.name.append(v)` / `.extend(v)` (v's elements) and `self.name[k] = v` in
         the methods of `cls`, as (v, method) (one table per class, callsites.py)."""
+        if ix is self.pinned:
+            self._seen_pinned += 1
         ix.touch_mentions(cls, name)
         ix.src.need_word(name)
         return callsites.self_writes(ix, cls, name)
@@ -496,6 +515,8 @@ class Values:
     def parameter(self, ix: FileIndex, fn: FuncInfo, name: str, depth: int) -> list[Value]:
         """A parameter: its annotation, else its default, else the arguments at the call sites of its function
         in every workspace file (plain functions; `__init__` through its class's constructions)."""
+        if ix is self.pinned:
+            self._seen_pinned += 1
         node = _param_node(ix, fn, name)
         if node is not None:
             ann = node.child_by_field_name("type")
@@ -542,6 +563,60 @@ class Values:
         if pos is not None:
             self._low = min(self._low, pos)
             return []
+        if self.carried is not None and ix is not self.pinned and self._words is None:
+            return self._carried_from_callers(key, ix, fn, name)
+        return self._from_callers(key, ix, fn, name)
+
+    def _carried_from_callers(self, key: tuple[int, int, str], ix: FileIndex, fn: FuncInfo, name: str) -> list[Value]:
+        """from_callers for a function of another file than the analysed one, carried across keystrokes: asked
+        with no remembered answer (each one it uses is computed again inside it, so what it reads is seen), and
+        carried when it read nothing of the analysed file, completed, and names only files indexed now."""
+        carried = self.carried
+        assert carried is not None
+        c = carried.answers.get(key)
+        if c is not None and c.ix is ix and self._indexed(c.files):
+            self._params[key] = (c.found, c.guess)
+            self.guessed |= c.guess
+            if self.pinned is not None:
+                self.pinned.watched.update(c.words)  # what it depends on in the analysed file, as when computed
+            return c.found
+        if key in carried.bound:
+            return self._from_callers(key, ix, fn, name)  # read the analysed file before: asked as it always was
+        pinned = self.pinned
+        mark = (self._seen_pinned, len(pinned.touched), len(pinned.attr_deps), id(pinned.watched)) \
+            if pinned is not None else None
+        watched = frozenset(pinned.watched) if pinned is not None else frozenset()
+        saved = self.memos()
+        self.set_memos(None)
+        self._words = set()
+        outer = self.guessed
+        self.guessed = 0
+        try:
+            found = self._from_callers(key, ix, fn, name)
+            guess = self.guessed
+        finally:
+            complete = key in self._params
+            words, self._words = self._words, None
+            self.set_memos(saved)
+            self.guessed = outer
+        self.guessed |= guess
+        if complete:
+            self._params[key] = (found, guess)
+            now = (self._seen_pinned, len(pinned.touched), len(pinned.attr_deps), id(pinned.watched)) \
+                if pinned is not None else None
+            files = _files_named(found)
+            # free of the analysed file: nothing of it asked or recorded, bar the words its call sites are found by
+            if now == mark and (pinned is None or (pinned.watched <= watched | words
+                                                   and all(f is not pinned for f in files))):
+                carried.answers[key] = Carried(ix, found, guess, frozenset(words), tuple(files))
+            else:
+                carried.bound.add(key)
+        return found
+
+    def _indexed(self, files: tuple[FileIndex, ...]) -> bool:
+        return self.current is None or all(self.current(f.path) is f for f in files)
+
+    def _from_callers(self, key: tuple[int, int, str], ix: FileIndex, fn: FuncInfo, name: str) -> list[Value]:
         me = self._open[key] = len(self._open)
         outer_cut, outer_low, outer_guess = self._cut, self._low, self.guessed
         self._low, self.guessed = NO_OPEN, 0
@@ -605,6 +680,12 @@ class Values:
         ctor = cls is not None and fn.name == "__init__"
         word = cls.name if ctor and cls is not None else fn.name
         ix.watched.add(word)
+        words = (word, fn.name) if cls is None else (word, fn.name, cls.name)
+        if self._words is not None:
+            self._words.update(words)
+        if self.pinned is not None and ix is not self.pinned:
+            # the analysed file's edits that spell one of these may add a call site there: not local ones
+            self.pinned.watched.update(words)
         files = [ix]
         if self.files_with is not None:
             # a method's other callers: files that use its class by name and spell the method (an instance passed
@@ -612,6 +693,8 @@ class Values:
             found = self.files_with(ix.path, fn.name, called=True) if cls is None else self.files_with(
                 ix.path, cls.name, None if ctor else fn.name, called=True)
             files += [o for o in found if o is not ix]
+        if self.pinned is not None and any(f is self.pinned for f in files):
+            self._seen_pinned += 1
         out: list[tuple[FileIndex, Node]] = []
         seen = 0
         for f in files:
@@ -635,6 +718,8 @@ class Values:
 
     # ---- classes -----------------------------------------------------------------------------------------
     def base_class(self, ix: FileIndex, base: str) -> tuple[FileIndex, ClassInfo] | None:
+        if ix is self.pinned:
+            self._seen_pinned += 1
         short = base.rsplit(".", 1)[-1]
         if "." not in base:
             cls = ix.classes.get(base)
@@ -649,6 +734,8 @@ class Values:
 
     def mro(self, ix: FileIndex, cls: ClassInfo) -> list[tuple[FileIndex, ClassInfo]]:
         """The C3 linearisation of a workspace class over its workspace bases (library bases end it)."""
+        if ix is self.pinned:
+            self._seen_pinned += 1
         key = (id(ix), cls.node.id)
         found = self._mro.get(key)
         if found is not None:
@@ -692,6 +779,58 @@ class Values:
     def is_module(self, ix: FileIndex, cls: ClassInfo) -> bool:
         """An nn.Module subclass (calling an instance runs `forward`)."""
         return any(b.startswith("torch.nn.") or b.endswith(("nn.Module", "Module")) for b in self.library_bases(ix, cls))
+
+
+@dataclass(frozen=True, eq=False)
+class Carried:
+    """A parameter's values from its callers (Values.from_callers) that read nothing of the analysed file: the
+    function's file index, the answer, its GUESS bits, the words its call sites were found by (an edit of the
+    analysed file that spells one may add a call site: the answer is dropped, engine/units.py) and the files
+    its values name (each must still be indexed by the same FileIndex)."""
+
+    ix: FileIndex
+    found: list[Value]
+    guess: int
+    words: frozenset[str]
+    files: tuple[FileIndex, ...]
+
+
+@dataclass
+class CarriedAnswers:
+    """What one Document carries across its keystrokes (Values.carried): the answers that read nothing of it, and
+    the parameters whose answer did (asked the usual way from then on)."""
+
+    answers: dict[tuple[int, int, str], Carried] = field(default_factory=dict)
+    bound: set[tuple[int, int, str]] = field(default_factory=set)
+
+    def drop_spelled(self, text: str) -> None:
+        """Drop the answers whose call sites were found by a word that `text` (an edit's old and new text) spells:
+        the edited file may now call that function."""
+        gone = [k for k, c in self.answers.items() if any(w in text for w in c.words)]
+        for k in gone:
+            del self.answers[k]
+
+
+def _files_named(vals: Iterable[Value]) -> list[FileIndex]:
+    """Every file index the values name, through containers, bound instances and super()."""
+    out: dict[int, FileIndex] = {}
+    stack = list(vals)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Seq):
+            stack.extend(v.elems)
+            continue
+        out[id(v.ix)] = v.ix
+        if isinstance(v, Inst) and v.site_ix is not None:
+            out[id(v.site_ix)] = v.site_ix
+        elif isinstance(v, Func):
+            if v.bound is not None:
+                stack.append(v.bound)
+            if v.partial_ix is not None:
+                out[id(v.partial_ix)] = v.partial_ix
+        elif isinstance(v, Super):
+            stack.append(v.this)
+    return list(out.values())
 
 
 def _reaching(scope: Scope, name: str, assign: Assign, read: Node) -> list[Assign]:

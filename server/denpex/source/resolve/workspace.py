@@ -283,6 +283,11 @@ class Workspace:
             ix = self._indexes[path] = FileIndex(path, src)
         return ix
 
+    def indexed(self, path: str) -> FileIndex | None:
+        """The file's index when one is built for its current tree (None otherwise; nothing is built)."""
+        ix = self._indexes.get(path)
+        return ix if ix is not None and ix.epoch == ix.src.epoch else None
+
     def source(self, path: str) -> ParsedSource | None:
         src = self._sources.get(path)
         if src is None:
