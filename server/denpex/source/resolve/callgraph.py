@@ -308,7 +308,7 @@ class Resolver:
                             if info is not None:
                                 return [Target(ix, info, EMPTY_ENV, name)]
             p = nav.enclosing(p, _FUNCTION)
-        info = ix.module_funcs.get(name)
+        info = ix.module_func(name, ident)
         if info is not None:
             return [Target(ix, info, EMPTY_ENV, name)]
         imported = ix.imports.lookup(name)

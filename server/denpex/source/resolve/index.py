@@ -57,6 +57,20 @@ class _Defined(dict[str, _V]):
         return super().__getitem__(key)
 
 
+# statements whose blocks run in the scope around them: a def inside one at module level is a module function
+_SAME_SCOPE = frozenset({"if_statement", "elif_clause", "else_clause", "try_statement", "except_clause",
+                         "finally_clause", "with_statement", "block", "decorated_definition"})
+
+
+def _module_level(node: Node) -> bool:
+    """`node` (a statement holding a def's block) runs at module level: only conditional, try and with blocks
+    lie between it and the module."""
+    n: Node | None = node
+    while n is not None and n.type in _SAME_SCOPE:
+        n = n.parent
+    return n is not None and n.type == "module"
+
+
 def _child_is(parent: Node | None, field_name: str, node: Node) -> bool:
     if parent is None:
         return False
@@ -263,6 +277,9 @@ class FileIndex:
                     if d:
                         bases.append(self.imports.resolve_dotted(d))
             self.classes.setdefault(src.node_text(name_node), ClassInfo(src.node_text(name_node), cls, bases))
+        # module-level defs inside if/try/with blocks, by name, in document order (values.py picks the one of the
+        # branch a read sits in: `if HAVE_TE: def f(): ... g()` calls that branch's `g`)
+        self.branch_funcs: dict[str, list[FuncInfo]] = {}
         for fn in caps.get("fn", []):
             name_node = fn.child_by_field_name("name")
             if name_node is None:
@@ -286,6 +303,13 @@ class FileIndex:
                     cls_info.methods.setdefault(info.name, info)
             elif container is not None and container.type == "module":
                 self.module_funcs[info.name] = info
+            elif container is not None and _module_level(container):
+                self.branch_funcs.setdefault(info.name, []).append(info)
+        for name, infos in self.branch_funcs.items():
+            # `if HAVE_TE: def f(...) else: def f(...)`, `try: ... except ImportError: def f(...)`: the first
+            # branch's, where no plain module-level def binds the name (dict's own membership: no lazy parse)
+            if not dict.__contains__(self.module_funcs, name):
+                self.module_funcs[name] = infos[0]
         self._self_attrs_done = False
         self._has: dict[bytes, bool] = {}
         self.word_offsets: dict[str, list[int]] = {}  # whole-word occurrences of a name (hazards._identifiers)
@@ -293,6 +317,20 @@ class FileIndex:
         # per-scope tables the detectors build once per file (pure syntax, no scopes built), by (table, owner id)
         self.scope_tables: dict[tuple[str, int], dict[str, list[Node]]] = {}
         self._spaceless: str | None = None
+
+    def module_func(self, name: str, at: Node | None = None) -> FuncInfo | None:
+        """The module function `name`; read at `at` from inside one of the branches that define it (`if HAVE_TE:` /
+        `else:`), that branch's def."""
+        info = self.module_funcs.get(name)
+        branch = self.branch_funcs.get(name)
+        if at is not None and branch is not None and len(branch) > 1 and info is branch[0]:
+            for f in branch:
+                block = f.node.parent
+                while block is not None and block.type not in ("block", "module"):
+                    block = block.parent
+                if block is not None and block.start_byte <= at.start_byte < block.end_byte:
+                    return f
+        return info
 
     def has(self, word: bytes) -> bool:
         """`word in` the file's bytes, remembered (detectors ask the same questions for every region)."""

@@ -291,10 +291,19 @@ class Values:
                 taken = [a for a in reaching if not arm_dead(ix, a.stmt, scope.node, self.call_sites)]
                 reaching = taken or reaching
             groups = [self._assigned(ix, a, depth) for a in reaching]
+            if scope is not None and scope.node.type == "module" and ix.imports.lookup(name) is not None and not any(
+                    _holds(_block_of(a.stmt), ident) for a in reaching):
+                # `try: from flash_attn import f` / `except ImportError: f = None`: every binding found sits in a
+                # branch, so the import is the other way the name is bound (imports are not scope bindings)
+                groups.append(self.global_name(ix, name, depth))
             found = _union(groups)
             if len(found) > 1 and sum(1 for g in groups if g) > 1:
                 self.guessed |= GUESS_PARTIAL  # branches bind different objects: which one runs is not known
             return found
+        if name in ix.branch_funcs:
+            own = ix.module_func(name, ident)  # defined in several branches: the one of the branch read from
+            if own is not None:
+                return [Func(ix, own)]
         return self.global_name(ix, name, depth)
 
     def _assigned(self, ix: FileIndex, assign: Assign, depth: int) -> list[Value]:
