@@ -20,6 +20,7 @@ from denpex.source.resolve.values import (
     GUESS_CALLERS,
     GUESS_PARTIAL,
     NO_OPEN,
+    ClassRef,
     FilesWith,
     Func,
     Inst,
@@ -112,7 +113,7 @@ class Resolver:
         func = call.child_by_field_name("function")
         if func is None:
             return []
-        targets = _fitting(ix, call, self.resolve_callable(ix, func, env, depth=0))
+        targets = _fitting(ix, call, self.resolve_callable(ix, func, env, depth=0) or self._constructors(ix, func, env))
         out: list[Target] = []
         for t in targets:
             bound = self._bind(ix, call, t.func, env, drop_self=True, skip=t.skip)
@@ -181,6 +182,21 @@ class Resolver:
                 for t in self.targets_of(list(v.elems), f"{label}[...]"):
                     out.setdefault((id(t.ix), t.func.node.id), replace(t, role="element"))
         return list(out.values())
+
+    def _constructors(self, ix: FileIndex, func: Node, env: Env) -> list[Target]:
+        """A workspace class called (`Cls(...)`, not a class passed on: `isinstance(x, Cls)` runs nothing) runs its
+        `__init__`, its own or the first of its workspace bases' (none when only a library base defines one: an
+        Enum, a NamedTuple, a plain nn.Module subclass)."""
+        out: list[Target] = []
+        for v in self.values_of(ix, func, env):
+            if not isinstance(v, ClassRef):
+                continue
+            for cix, cls in self.values.mro(v.ix, v.cls):
+                m = cls.methods.get("__init__")
+                if m is not None:
+                    out.append(Target(cix, m, EMPTY_ENV, f"{ix.text(func)} -> {cls.name}.__init__"))
+                    break
+        return out
 
     def instance_call(self, inst: Inst, label: str) -> list[Target]:
         """Calling an instance: an nn.Module's `forward`; a class's own `__call__`; a class with neither a module

@@ -61,6 +61,8 @@ def is_global_container(w: Walk, recv: Node, frame: Frame) -> bool:
     called function)."""
     recv = strip_parens(recv)
     if recv.type == "attribute":
+        if frame.func is not None and frame.func.name == "__init__":
+            return False  # `self` under construction: built during the capture, its containers are new ones
         return frame.ix.text(recv).startswith("self.")
     if recv.type != "identifier":
         return False
