@@ -496,6 +496,8 @@ class CaptureWalker:
         branch = frame.branch or (branch_head(ix.src, call, anchor) if targets or site.args else None)
         line, col = ix.src.start(call)
         for tgt in targets:
+            if tgt.role == "kernel":
+                continue  # a Triton kernel's body is GPU code: none of the host-side rules apply inside it
             self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch, CallStep(ix.path, line, col, tgt.label),
                        tgt.guess, None if tgt.skip or tgt.guess else call, tgt.pre)
         if not targets and site.qualname not in ("print",):

@@ -69,10 +69,22 @@ class Target:
     pre: Env = EMPTY_ENV  # parameters bound before the call: `self` of an instance, a functools.partial's arguments
     skip: int = 0  # positional parameters the pre-bound arguments fill (a partial's)
     guess: str | None = None  # reached through a parameter typed at its call sites: which expression
-    role: str = ""  # "hook" (a forward hook of the instance called), "element" (of an nn.Sequential): run besides
+    role: str = ""  # "hook" (a forward hook of the instance called), "element" (of an nn.Sequential): run besides;
+    # "kernel": a Triton kernel launched (`kernel[grid](...)`): GPU code, resolved but not walked
 
 
 ModuleLookup = Callable[[str], "FileIndex | None"]
+
+
+def _triton_kernel(ix: FileIndex, fn: FuncInfo) -> bool:
+    """`fn` is decorated `@triton.jit`, `@triton.autotune(...)` or `@triton.heuristics(...)` (through imports)."""
+    for d in fn.decorators:
+        e = d.named_children[0] if d.named_children else None
+        if e is not None and e.type == "call":
+            e = e.child_by_field_name("function")
+        if e is not None and (ix.qualname(e) or "").startswith("triton."):
+            return True
+    return False
 
 
 def _fitting(ix: FileIndex, call: Node, targets: list[Target]) -> list[Target]:
@@ -117,7 +129,8 @@ class Resolver:
         out: list[Target] = []
         for t in targets:
             bound = self._bind(ix, call, t.func, env, drop_self=True, skip=t.skip)
-            out.append(Target(t.ix, t.func, Env(t.pre.params + bound.params, self.values), t.label, guess=t.guess))
+            out.append(Target(t.ix, t.func, Env(t.pre.params + bound.params, self.values), t.label, guess=t.guess,
+                              role="kernel" if t.role == "kernel" else ""))
         return out
 
     def resolve_callable(self, ix: FileIndex, expr: Node, env: Env, depth: int = 0) -> list[Target]:
@@ -136,6 +149,11 @@ class Resolver:
                 pos = positional(expr)
                 if pos:
                     found = self.resolve_callable(ix, pos[0], env, depth + 1)
+        elif expr.type == "subscript":
+            kernel = expr.child_by_field_name("value")
+            if kernel is not None and strip_parens(kernel).type in ("identifier", "attribute"):
+                found = [replace(t, role="kernel") for t in self.resolve_callable(ix, kernel, env, depth + 1)
+                         if _triton_kernel(t.ix, t.func)]
         if found or expr.type not in ("identifier", "attribute", "subscript", "call"):
             return found
         self.values.guessed = 0
