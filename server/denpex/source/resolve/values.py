@@ -390,7 +390,7 @@ class Values:
             if isinstance(v, ClassRef):
                 out.append([Inst(v.ix, v.cls, call, ix)])
             elif isinstance(v, Func):
-                out.append(self.returns(v, depth + 1))
+                out.append(self.returns(v, depth + 1, (ix, call)))
         if not callee and q is not None and not q.startswith(("self.", "super")) and q.split(".", 1)[0] not in (
                 "print", "len", "range", "isinstance"):
             head = q.split(".", 1)[0]
@@ -415,8 +415,10 @@ class Values:
                 elems.append(self.of(ix, a, depth + 1))
         return Seq(tuple(_union(elems)), runs)
 
-    def returns(self, fn: Func, depth: int) -> list[Value]:
-        """The values a function returns (every `return` of its own body)."""
+    def returns(self, fn: Func, depth: int, call: tuple[FileIndex, Node] | None = None) -> list[Value]:
+        """The values a function returns (every `return` of its own body); for `call` (its file, the call), a
+        returned parameter is that call's argument: `apply_module(self.mlp)` is `self.mlp`, not the union of what
+        every caller passes."""
         body = fn.func.body
         if depth > MAX_DEPTH:
             self._cut = True
@@ -427,13 +429,28 @@ class Values:
         if ix is self.pinned:
             self._seen_pinned += 1
         ix.touched.append((fn.func.node.start_byte, fn.func.node.end_byte))
-        rets = [self.of(ix, r, depth + 1) for r in callsites.returned(ix, fn.func)]
+        bound = bind(call[0], call[1], fn.func) if call is not None and fn.partial is None else {}
+        rets = [self._returned(ix, fn.func, r, bound, call[0] if call is not None else ix, depth)
+                for r in callsites.returned(ix, fn.func)]
         found = _union(rets)
         if found and not all(rets):
             self.guessed |= GUESS_PARTIAL  # a factory with a branch that returns what is not known: a may-be value
         if not found:
             found = self._annotated_return(fn, depth)
         return found
+
+    def _returned(self, ix: FileIndex, func: FuncInfo, r: Node, bound: dict[str, Node], cix: FileIndex,
+                  depth: int) -> list[Value]:
+        """One returned expression's values: a parameter the function never rebinds is the argument bound to it."""
+        e = strip_parens(r)
+        if bound and e.type == "identifier":
+            name = ix.text(e)
+            arg = bound.get(name)
+            if arg is not None:
+                _a, scope, is_param = ix.lookup(name, e)
+                if is_param and scope is not None and scope.node.id == func.node.id:
+                    return self.of(cix, arg, depth + 1)
+        return self.of(ix, r, depth + 1)
 
     def _annotated_return(self, fn: Func, depth: int) -> list[Value]:
         """What `-> A` (`Optional[A]`, `A | B`) says a function returns when its returns say nothing (an abstract
