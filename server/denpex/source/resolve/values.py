@@ -266,6 +266,10 @@ class Values:
         if name == "self":
             cls = ix.enclosing_class(ident)
             return [Inst(ix, cls, None)] if cls is not None else []
+        if name == "cls":
+            owner = _classmethod_of(ix, ident)
+            if owner is not None:
+                return [ClassRef(ix, owner)]  # the class itself (a subclass calling it inherits the same methods)
         assign, scope, is_param = ix.lookup(name, ident)
         if is_param and scope is not None:
             info = ix.by_node.get(scope.node.id)
@@ -857,6 +861,18 @@ def _files_named(vals: Iterable[Value]) -> list[FileIndex]:
         elif isinstance(v, Super):
             stack.append(v.this)
     return list(out.values())
+
+
+def _classmethod_of(ix: FileIndex, ident: Node) -> ClassInfo | None:
+    """The class whose `@classmethod` takes `cls` where `ident` reads it (the innermost def, its first parameter)."""
+    fn = ix.enclosing_function(ident)
+    if fn is None or fn.class_name is None or not any(ix.text(d).strip() == "@classmethod" for d in fn.decorators):
+        return None
+    params = fn.node.child_by_field_name("parameters")
+    first = params.named_children[0] if params is not None and params.named_children else None
+    if first is None or first.type != "identifier" or ix.text(first) != "cls":
+        return None
+    return ix.enclosing_class(fn.node)
 
 
 def _reaching(scope: Scope, name: str, assign: Assign, read: Node) -> list[Assign]:

@@ -1,0 +1,45 @@
+"""`cls` in a `@classmethod` is the class (issue 19, reach: the oracle's `cls_method` misses, e.g. TransformerEngine's
+`cls.get_key_in_buffer(...)` in quantization.py, Megatron-LM's `cls._create_cudagraphs()` in cuda_graphs.py)."""
+
+from __future__ import annotations
+
+from denpex.source.config import ScanConfig
+from denpex.source.engine.analyse import analyse_workspace
+from denpex.source.resolve.workspace import Workspace
+
+MANAGER = '''class Manager:
+    @classmethod
+    def reduce(cls, t):
+        return cls.peak(t)
+
+    @classmethod
+    def peak(cls, t):
+        return t.max().item()
+
+    def plain(cls, t):
+        return cls.peak(t)
+
+    @staticmethod
+    def static(cls, t):
+        return cls.peak(t)
+'''
+
+
+def _flagged(call: str) -> set[tuple[str, int, str]]:
+    main = ("import torch\nfrom manager import Manager\n\n\n"
+            "x = torch.ones(4, device='cuda')\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n"
+            f"    y = {call}\ng.replay()\n")
+    ws = Workspace([])
+    ws.add_file("/w/manager.py", MANAGER)
+    ws.add_file("/w/main.py", main)
+    found = analyse_workspace(ws, config=ScanConfig())
+    return {(p.rsplit("/", 1)[-1], f.start_line + 1, f.rule) for p, fs in found.items() for f in fs}
+
+
+def test_cls_in_a_classmethod_is_its_class() -> None:
+    assert ("manager.py", 8, "capture-item-sync") in _flagged("Manager.reduce(x)")
+
+
+def test_a_parameter_named_cls_elsewhere_is_a_parameter() -> None:
+    """A method that is no classmethod (or a staticmethod) with a parameter spelled `cls`: no class is assumed."""
+    assert ("manager.py", 8, "capture-item-sync") not in _flagged("Manager.static(None, x)")
