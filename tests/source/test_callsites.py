@@ -11,7 +11,8 @@ from pathlib import Path
 from denpex.source.engine.analyse import analyse_workspace
 from denpex.source.resolve import callsites
 from denpex.source.resolve.index import FileIndex
-from denpex.source.resolve.values import Func, Inst, Values
+from denpex.source.resolve.value_types import Func, Inst
+from denpex.source.resolve.values import Values
 from denpex.source.resolve.workspace import Workspace
 from denpex.source.syntax.parse import parse
 

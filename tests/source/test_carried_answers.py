@@ -13,6 +13,7 @@ from denpex.source.config import ScanConfig
 from denpex.source.engine.analyse import Document
 from denpex.source.model import SourceFinding, TextEdit
 from denpex.source.resolve import values as values_mod
+from denpex.source.resolve.value_types import Value
 
 MAIN = '''import torch
 from block import Block
@@ -86,7 +87,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     seen = {"used": 0, "kept": 0}
     orig = values_mod.Values._carried_from_callers
 
-    def counting(self: values_mod.Values, key: tuple[int, int, str], *a: object) -> list[values_mod.Value]:
+    def counting(self: values_mod.Values, key: tuple[int, int, str], *a: object) -> list[Value]:
         assert self.carried is not None
         before = key in self.carried.answers
         out = orig(self, key, *a)  # type: ignore[arg-type]

@@ -49,8 +49,8 @@ from denpex.source.fixes.edits import apply_edits
 from denpex.source.fixes.suppress import is_suppressed, suppression_fix, suppressions
 from denpex.source.model import CaptureSite, Fix, Severity, SourceFinding, TextEdit
 from denpex.source.resolve.callgraph import Resolver
+from denpex.source.resolve.carried import CarriedAnswers
 from denpex.source.resolve.index import FileIndex
-from denpex.source.resolve.values import CarriedAnswers
 from denpex.source.resolve.workspace import Workspace, diff_edit
 from denpex.source.rules import RuleSet, check_against, registry, rule_set
 from denpex.source.syntax.parse import ParsedSource, parse, take_wanting

@@ -45,8 +45,9 @@ from denpex.source.engine.kept import (
 from denpex.source.engine.walker import CaptureWalker
 from denpex.source.model import CallStep
 from denpex.source.resolve.callgraph import Binding, Env
+from denpex.source.resolve.carried import CarriedAnswers
 from denpex.source.resolve.index import FileIndex, FuncInfo
-from denpex.source.resolve.values import CarriedAnswers, Values
+from denpex.source.resolve.values import Values
 from denpex.source.rules._api import Frame
 
 _K = TypeVar("_K")

@@ -16,19 +16,8 @@ from tree_sitter import Node
 from denpex.source.resolve import callsites
 from denpex.source.resolve.args import accepts, bind
 from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, positional
-from denpex.source.resolve.values import (
-    GUESS_CALLERS,
-    GUESS_PARTIAL,
-    NO_OPEN,
-    ClassRef,
-    FilesWith,
-    Func,
-    Inst,
-    Lib,
-    Seq,
-    Value,
-    Values,
-)
+from denpex.source.resolve.value_types import ClassRef, FilesWith, Func, Inst, Lib, Seq, Value
+from denpex.source.resolve.values import GUESS_CALLERS, GUESS_PARTIAL, NO_OPEN, Values
 from denpex.source.syntax.parse import run_query, strip_parens
 
 

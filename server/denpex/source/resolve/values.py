@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from tree_sitter import Node
 
 from denpex.source.resolve import callsites
 from denpex.source.resolve.annotations import annotated_types, container_elements
 from denpex.source.resolve.args import bind
+from denpex.source.resolve.carried import Carried, CarriedAnswers, files_named
 from denpex.source.resolve.consts import arm_dead
 from denpex.source.resolve.index import (
     Assign,
@@ -33,6 +34,17 @@ from denpex.source.resolve.index import (
     Scope,
     class_header,
     positional,
+)
+from denpex.source.resolve.value_types import (
+    ClassRef,
+    FilesWith,
+    Func,
+    Inst,
+    Lib,
+    Lookup,
+    Seq,
+    Super,
+    Value,
 )
 from denpex.source.syntax.parse import strip_parens
 
@@ -53,89 +65,6 @@ _PASS_THROUGH = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace
                            "torch.cuda.make_graphed_callables", "functools.wraps", "functools.lru_cache",
                            "functools.cache", "torch.no_grad", "torch.inference_mode", "torch.enable_grad"})
 _CONTAINERS = ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
-
-
-@dataclass(frozen=True, eq=False)
-class Inst:
-    """An instance of a workspace class, made at `site` (None: `self`, or made where we cannot see)."""
-
-    ix: FileIndex
-    cls: ClassInfo
-    site: Node | None
-    site_ix: FileIndex | None = None
-
-    def key(self) -> tuple[int, int, int]:
-        return (id(self.ix), self.cls.node.id, self.site.id if self.site is not None else -1)
-
-
-@dataclass(frozen=True, eq=False)
-class Func:
-    """A workspace function (a method bound to `bound` when it has one)."""
-
-    ix: FileIndex
-    func: FuncInfo
-    bound: Inst | None = None
-    partial: Node | None = None  # the functools.partial(...) call that made it, binding arguments ahead
-    partial_ix: FileIndex | None = None
-
-    def key(self) -> tuple[int, int, int]:
-        return (id(self.ix), self.func.node.id, self.bound.key()[2] if self.bound is not None else -2)
-
-
-@dataclass(frozen=True, eq=False)
-class ClassRef:
-    ix: FileIndex
-    cls: ClassInfo
-
-    def key(self) -> tuple[int, int, int]:
-        return (id(self.ix), self.cls.node.id, -3)
-
-
-@dataclass(frozen=True, eq=False)
-class Seq:
-    """A container of values: nn.Sequential (`runs`: calling it calls each element in order), ModuleList,
-    ModuleDict, a list / tuple / dict literal or comprehension."""
-
-    elems: tuple[Value, ...]
-    runs: bool = False
-
-    def key(self) -> tuple[int, ...]:
-        return (-4, int(self.runs), *(x for e in self.elems for x in e.key()))
-
-
-@dataclass(frozen=True, eq=False)
-class Lib:
-    """A library object made by the call `node` in `ix` (`torch.optim.AdamW(...)`): its kind is read there."""
-
-    qualname: str
-    ix: FileIndex
-    node: Node
-
-    def key(self) -> tuple[int, int, int]:
-        return (id(self.ix), self.node.id, -5)
-
-
-@dataclass(frozen=True, eq=False)
-class Super:
-    """`super()` inside class `cls`: attribute lookups start after `cls` in the instance's MRO."""
-
-    ix: FileIndex
-    cls: ClassInfo
-    this: Inst
-
-    def key(self) -> tuple[int, int, int]:
-        return (id(self.ix), self.cls.node.id, -6)
-
-
-Value = Inst | Func | ClassRef | Seq | Lib | Super
-Lookup = Callable[[str], "FileIndex | None"]
-class FilesWith(Protocol):
-    """(defining file, name[, also]) -> the files that may use `name` from it (and spell `also`; with `called`,
-    that may call `name`, or `also`)."""
-
-    def __call__(self, path: str, name: str, also: str | None = None, called: bool = False) -> list[FileIndex]: ...
-
-
 
 
 def _union(groups: Iterable[list[Value]]) -> list[Value]:
@@ -634,7 +563,7 @@ class Values:
             self._params[key] = (found, guess)
             now = (self._seen_pinned, len(pinned.touched), len(pinned.attr_deps), id(pinned.watched)) \
                 if pinned is not None else None
-            files = _files_named(found)
+            files = files_named(found)
             # free of the analysed file: nothing of it asked or recorded, bar the words its call sites are found by
             if now == mark and (pinned is None or (pinned.watched <= watched | words
                                                    and all(f is not pinned for f in files))):
@@ -809,58 +738,6 @@ class Values:
     def is_module(self, ix: FileIndex, cls: ClassInfo) -> bool:
         """An nn.Module subclass (calling an instance runs `forward`)."""
         return any(b.startswith("torch.nn.") or b.endswith(("nn.Module", "Module")) for b in self.library_bases(ix, cls))
-
-
-@dataclass(frozen=True, eq=False)
-class Carried:
-    """A parameter's values from its callers (Values.from_callers) that read nothing of the analysed file: the
-    function's file index, the answer, its GUESS bits, the words its call sites were found by (an edit of the
-    analysed file that spells one may add a call site: the answer is dropped, engine/units.py) and the files
-    its values name (each must still be indexed by the same FileIndex)."""
-
-    ix: FileIndex
-    found: list[Value]
-    guess: int
-    words: frozenset[str]
-    files: tuple[FileIndex, ...]
-
-
-@dataclass
-class CarriedAnswers:
-    """What one Document carries across its keystrokes (Values.carried): the answers that read nothing of it, and
-    the parameters whose answer did (asked the usual way from then on)."""
-
-    answers: dict[tuple[int, int, str], Carried] = field(default_factory=dict)
-    bound: set[tuple[int, int, str]] = field(default_factory=set)
-
-    def drop_spelled(self, text: str) -> None:
-        """Drop the answers whose call sites were found by a word that `text` (an edit's old and new text) spells:
-        the edited file may now call that function."""
-        gone = [k for k, c in self.answers.items() if any(w in text for w in c.words)]
-        for k in gone:
-            del self.answers[k]
-
-
-def _files_named(vals: Iterable[Value]) -> list[FileIndex]:
-    """Every file index the values name, through containers, bound instances and super()."""
-    out: dict[int, FileIndex] = {}
-    stack = list(vals)
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Seq):
-            stack.extend(v.elems)
-            continue
-        out[id(v.ix)] = v.ix
-        if isinstance(v, Inst) and v.site_ix is not None:
-            out[id(v.site_ix)] = v.site_ix
-        elif isinstance(v, Func):
-            if v.bound is not None:
-                stack.append(v.bound)
-            if v.partial_ix is not None:
-                out[id(v.partial_ix)] = v.partial_ix
-        elif isinstance(v, Super):
-            stack.append(v.this)
-    return list(out.values())
 
 
 def _classmethod_of(ix: FileIndex, ident: Node) -> ClassInfo | None:
