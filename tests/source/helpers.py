@@ -6,8 +6,10 @@ import re
 from pathlib import Path
 
 from denpex.rulebook import Rule, RuleBook
-from denpex.source.engine.analyse import analyse_source, apply_edits
+from denpex.source.config import ScanConfig
+from denpex.source.engine.analyse import analyse_source, analyse_workspace, apply_edits
 from denpex.source.model import SourceFinding
+from denpex.source.resolve.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 # the GPU scenarios as run on the H200, kept in the repository (tests/data/README.md)
@@ -84,3 +86,18 @@ def idempotence_problems(text: str, found: list[SourceFinding], rule: Rule, book
         if again:
             problems.append(f"fix {f.fixes[0].title!r} for line {f.start_line + 1} is not idempotent")
     return problems
+
+
+def capture_program(imports: str, statement: str) -> str:
+    """A program that captures `statement` (one line, `x` a CUDA tensor) in a graph and replays it."""
+    return (f"import torch\n{imports}\n\n\nx = torch.ones(4, device='cuda')\ng = torch.cuda.CUDAGraph()\n"
+            f"with torch.cuda.graph(g):\n    {statement}\ng.replay()\n")
+
+
+def workspace_flags(files: dict[str, str]) -> set[tuple[str, int, str]]:
+    """(file name, 1-based line, rule) of every finding of a whole-workspace analysis of `files` (names under /w)."""
+    ws = Workspace([])
+    for name, text in files.items():
+        ws.add_file(f"/w/{name}", text)
+    found = analyse_workspace(ws, config=ScanConfig())
+    return {(p.rsplit("/", 1)[-1], f.start_line + 1, f.rule) for p, fs in found.items() for f in fs}

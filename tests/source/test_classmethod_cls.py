@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from denpex.source.config import ScanConfig
-from denpex.source.engine.analyse import analyse_workspace
-from denpex.source.resolve.workspace import Workspace
+from tests.source.helpers import capture_program, workspace_flags
 
 MANAGER = '''class Manager:
     @classmethod
@@ -26,14 +24,8 @@ MANAGER = '''class Manager:
 
 
 def _flagged(call: str) -> set[tuple[str, int, str]]:
-    main = ("import torch\nfrom manager import Manager\n\n\n"
-            "x = torch.ones(4, device='cuda')\ng = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n"
-            f"    y = {call}\ng.replay()\n")
-    ws = Workspace([])
-    ws.add_file("/w/manager.py", MANAGER)
-    ws.add_file("/w/main.py", main)
-    found = analyse_workspace(ws, config=ScanConfig())
-    return {(p.rsplit("/", 1)[-1], f.start_line + 1, f.rule) for p, fs in found.items() for f in fs}
+    main = capture_program("from manager import Manager", f"y = {call}")
+    return workspace_flags({"manager.py": MANAGER, "main.py": main})
 
 
 def test_cls_in_a_classmethod_is_its_class() -> None:

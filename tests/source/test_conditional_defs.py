@@ -6,28 +6,7 @@ imported function, and a def read from inside one branch is that branch's own (M
 
 from __future__ import annotations
 
-from denpex.source.config import ScanConfig
-from denpex.source.engine.analyse import analyse_workspace
-from denpex.source.resolve.workspace import Workspace
-
-CAPTURE = '''import torch
-{imports}
-
-
-x = torch.ones(4, device="cuda")
-g = torch.cuda.CUDAGraph()
-with torch.cuda.graph(g):
-    y = {call}
-g.replay()
-'''
-
-
-def _flagged(files: dict[str, str]) -> set[tuple[str, int, str]]:
-    ws = Workspace([])
-    for name, text in files.items():
-        ws.add_file(f"/w/{name}", text)
-    found = analyse_workspace(ws, config=ScanConfig())
-    return {(p.rsplit("/", 1)[-1], f.start_line + 1, f.rule) for p, fs in found.items() for f in fs}
+from tests.source.helpers import capture_program, workspace_flags
 
 
 def test_a_def_in_a_module_level_branch_is_reached() -> None:
@@ -38,8 +17,8 @@ def test_a_def_in_a_module_level_branch_is_reached() -> None:
            "else:\n"
            "    def fused(x):\n"
            "        return x\n")
-    main = CAPTURE.format(imports="from ops import fused", call="fused(x)")
-    assert ("ops.py", 5, "capture-item-sync") in _flagged({"ops.py": ops, "main.py": main})
+    main = capture_program("from ops import fused", "y = fused(x)")
+    assert ("ops.py", 5, "capture-item-sync") in workspace_flags({"ops.py": ops, "main.py": main})
 
 
 def test_a_def_under_try_at_module_level_is_reached() -> None:
@@ -49,23 +28,23 @@ def test_a_def_under_try_at_module_level_is_reached() -> None:
            "        return x.max().item()\n"  # line 4
            "except ImportError:\n"
            "    fused = None\n")
-    main = CAPTURE.format(imports="from ops import fused", call="fused(x)")
-    assert ("ops.py", 4, "capture-item-sync") in _flagged({"ops.py": ops, "main.py": main})
+    main = capture_program("from ops import fused", "y = fused(x)")
+    assert ("ops.py", 4, "capture-item-sync") in workspace_flags({"ops.py": ops, "main.py": main})
 
 
 def test_an_import_with_a_none_fallback_is_the_imported_function() -> None:
     kern = "def fast(x):\n    return x.max().item()\n"  # line 2
-    main = CAPTURE.format(imports="try:\n    from kern import fast\nexcept ImportError:\n    fast = None\n\n\n"
-                                  "def step(x):\n    return fast(x)", call="step(x)")
-    assert ("kern.py", 2, "capture-item-sync") in _flagged({"kern.py": kern, "main.py": main})
+    main = capture_program("try:\n    from kern import fast\nexcept ImportError:\n    fast = None\n\n\n"
+                                  "def step(x):\n    return fast(x)", "y = step(x)")
+    assert ("kern.py", 2, "capture-item-sync") in workspace_flags({"kern.py": kern, "main.py": main})
 
 
 def test_a_none_fallback_alone_reaches_nothing() -> None:
     """No import binds the name: the `None` is all it is, and nothing is entered (no guess by name)."""
     kern = "def fast(x):\n    return x.max().item()\n"
-    main = CAPTURE.format(imports="try:\n    import kern\nexcept ImportError:\n    fast = None\n\n\n"
-                                  "def step(x):\n    return fast(x)", call="step(x)")
-    assert not any(p == "kern.py" for p, _l, _r in _flagged({"kern.py": kern, "main.py": main}))
+    main = capture_program("try:\n    import kern\nexcept ImportError:\n    fast = None\n\n\n"
+                                  "def step(x):\n    return fast(x)", "y = step(x)")
+    assert not any(p == "kern.py" for p, _l, _r in workspace_flags({"kern.py": kern, "main.py": main}))
 
 
 def test_a_def_read_inside_a_branch_is_that_branchs_own() -> None:
@@ -80,5 +59,5 @@ def test_a_def_read_inside_a_branch_is_that_branchs_own() -> None:
            "\n"
            "    def f(x):\n"
            "        return g(x)\n")
-    main = CAPTURE.format(imports="from ops import f", call="f(x)")
-    assert ("ops.py", 8, "capture-item-sync") in _flagged({"ops.py": ops, "main.py": main})
+    main = capture_program("from ops import f", "y = f(x)")
+    assert ("ops.py", 8, "capture-item-sync") in workspace_flags({"ops.py": ops, "main.py": main})

@@ -4,9 +4,7 @@ A class passed on rather than called (`isinstance(x, C)`) runs nothing."""
 
 from __future__ import annotations
 
-from denpex.source.config import ScanConfig
-from denpex.source.engine.analyse import analyse_workspace
-from denpex.source.resolve.workspace import Workspace
+from tests.source.helpers import capture_program, workspace_flags
 
 HELPERS = '''import torch
 
@@ -29,17 +27,8 @@ class Plain:
 
 
 def _flagged(call: str) -> set[tuple[str, int, str]]:
-    main = ("import torch\nfrom helpers import Base, Plain, Scaled\n\n\n"
-            "x = torch.ones(4, device='cuda')\n"
-            "g = torch.cuda.CUDAGraph()\n"
-            "with torch.cuda.graph(g):\n"
-            f"    {call}\n"
-            "g.replay()\n")
-    ws = Workspace([])
-    ws.add_file("/w/helpers.py", HELPERS)
-    ws.add_file("/w/main.py", main)
-    found = analyse_workspace(ws, config=ScanConfig())
-    return {(p.rsplit("/", 1)[-1], f.start_line + 1, f.rule) for p, fs in found.items() for f in fs}
+    main = capture_program("from helpers import Base, Plain, Scaled", call)
+    return workspace_flags({"helpers.py": HELPERS, "main.py": main})
 
 
 def test_a_class_constructed_under_capture_runs_its_init() -> None:

@@ -4,9 +4,7 @@ over every caller of `apply_module` was more than a value set holds, so the call
 
 from __future__ import annotations
 
-from denpex.source.config import ScanConfig
-from denpex.source.engine.analyse import analyse_workspace
-from denpex.source.resolve.workspace import Workspace
+from tests.source.helpers import workspace_flags
 
 TYPED = '''def apply_module(m, *, check=True):
     if check and m is None:
@@ -63,11 +61,7 @@ g.replay()
 
 
 def _flagged(layers: str) -> set[tuple[str, int, str]]:
-    ws = Workspace([])
-    for name, text in (("typed.py", TYPED), ("layers.py", layers), ("main.py", MAIN)):
-        ws.add_file(f"/w/{name}", text)
-    found = analyse_workspace(ws, config=ScanConfig())
-    return {(p.rsplit("/", 1)[-1], f.start_line + 1, f.rule) for p, fs in found.items() for f in fs}
+    return workspace_flags({"typed.py": TYPED, "layers.py": layers, "main.py": MAIN})
 
 
 def test_a_returned_parameter_is_the_calls_own_argument() -> None:

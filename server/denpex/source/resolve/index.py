@@ -71,6 +71,14 @@ def _module_level(node: Node) -> bool:
     return n is not None and n.type == "module"
 
 
+def block_of(stmt: Node) -> Node:
+    """The innermost block (or the module) that holds a statement."""
+    n: Node | None = stmt.parent
+    while n is not None and n.type not in ("block", "module"):
+        n = n.parent
+    return n if n is not None else stmt
+
+
 def _child_is(parent: Node | None, field_name: str, node: Node) -> bool:
     if parent is None:
         return False
@@ -325,10 +333,8 @@ class FileIndex:
         branch = self.branch_funcs.get(name)
         if at is not None and branch is not None and len(branch) > 1 and info is branch[0]:
             for f in branch:
-                block = f.node.parent
-                while block is not None and block.type not in ("block", "module"):
-                    block = block.parent
-                if block is not None and block.start_byte <= at.start_byte < block.end_byte:
+                block = block_of(f.node)
+                if block.start_byte <= at.start_byte < block.end_byte:
                     return f
         return info
 

@@ -32,6 +32,7 @@ from denpex.source.resolve.index import (
     FuncInfo,
     Kind,
     Scope,
+    block_of,
     class_header,
     positional,
 )
@@ -123,6 +124,17 @@ class Values:
         m = memos if memos is not None else ({}, {}, {}, {}, {})
         self._memo, self._params, self.targets_memo, self._mro, self._kinds = m
 
+    def _asked(self, ix: FileIndex) -> None:
+        """A question about `ix`'s code: counted when it is the analysed file (an answer that asked one is not
+        carried across keystrokes)."""
+        if ix is self.pinned:
+            self._seen_pinned += 1
+
+    def _pinned_mark(self) -> tuple[int, int, int, int] | None:
+        """What grows, or is replaced, when an answer reads the analysed file: compared before and after one."""
+        p = self.pinned
+        return (self._seen_pinned, len(p.touched), len(p.attr_deps), id(p.watched)) if p is not None else None
+
     def busy(self) -> bool:
         """An answer is under way (its cycle guards are set)."""
         return bool(self._active or self._open)
@@ -131,8 +143,7 @@ class Values:
     def of(self, ix: FileIndex, expr: Node, depth: int = 0) -> list[Value]:
         """The values `expr` (in `ix`) may have. An answer cut short by the depth bound is not remembered: asked
         again from nearer the top it may go further."""
-        if ix is self.pinned:
-            self._seen_pinned += 1
+        self._asked(ix)
         if depth > MAX_DEPTH:
             self._cut = True
             return []
@@ -225,7 +236,7 @@ class Values:
                 reaching = taken or reaching
             groups = [self._assigned(ix, a, depth) for a in reaching]
             if scope is not None and scope.node.type == "module" and ix.imports.lookup(name) is not None and not any(
-                    _holds(_block_of(a.stmt), ident) for a in reaching):
+                    _holds(block_of(a.stmt), ident) for a in reaching):
                 # `try: from flash_attn import f` / `except ImportError: f = None`: every binding found sits in a
                 # branch, so the import is the other way the name is bound (imports are not scope bindings)
                 groups.append(self.global_name(ix, name, depth))
@@ -251,8 +262,7 @@ class Values:
 
     def global_name(self, ix: FileIndex, name: str, depth: int) -> list[Value]:
         """A module-level function or class of the file, or one imported from a workspace file."""
-        if ix is self.pinned:
-            self._seen_pinned += 1
+        self._asked(ix)
         fn = ix.module_funcs.get(name)
         if fn is not None:
             return [Func(ix, fn)]
@@ -274,8 +284,7 @@ class Values:
         other = self.lookup_module(module)
         if other is None:
             return []
-        if other is self.pinned:
-            self._seen_pinned += 1
+        self._asked(other)
         fn = other.module_funcs.get(name)
         if fn is not None:
             return [Func(other, fn)]
@@ -359,8 +368,7 @@ class Values:
         if body is None:
             return []
         ix = fn.ix
-        if ix is self.pinned:
-            self._seen_pinned += 1
+        self._asked(ix)
         ix.touched.append((fn.func.node.start_byte, fn.func.node.end_byte))
         bound = bind(call[0], call[1], fn.func) if call is not None and fn.partial is None else {}
         rets = [self._returned(ix, fn.func, r, bound, call[0] if call is not None else ix, depth)
@@ -399,8 +407,7 @@ class Values:
 
     # ---- attributes --------------------------------------------------------------------------------------
     def attribute(self, ix: FileIndex, objs: list[Value], name: str, depth: int, obj: Node | None = None) -> list[Value]:
-        if ix is self.pinned:
-            self._seen_pinned += 1
+        self._asked(ix)
         out: list[list[Value]] = []
         if obj is not None and not objs and strip_parens(obj).type == "identifier":
             q = ix.imports.lookup(ix.text(strip_parens(obj)))
@@ -451,8 +458,7 @@ class Values:
     def self_assignments(self, ix: FileIndex, cls: ClassInfo, name: str) -> list[tuple[Node, FuncInfo]]:
         """Every `self.name = v`, `self.name.append(v)` / `.extend(v)` (v's elements) and `self.name[k] = v` in
         the methods of `cls`, as (v, method) (one table per class, callsites.py)."""
-        if ix is self.pinned:
-            self._seen_pinned += 1
+        self._asked(ix)
         ix.touch_mentions(cls, name)
         ix.src.need_word(name)
         return callsites.self_writes(ix, cls, name)
@@ -474,8 +480,7 @@ class Values:
     def parameter(self, ix: FileIndex, fn: FuncInfo, name: str, depth: int) -> list[Value]:
         """A parameter: its annotation, else its default, else the arguments at the call sites of its function
         in every workspace file (plain functions; `__init__` through its class's constructions)."""
-        if ix is self.pinned:
-            self._seen_pinned += 1
+        self._asked(ix)
         node = _param_node(ix, fn, name)
         if node is not None:
             ann = node.child_by_field_name("type")
@@ -542,8 +547,7 @@ class Values:
         if key in carried.bound:
             return self._from_callers(key, ix, fn, name)  # read the analysed file before: asked as it always was
         pinned = self.pinned
-        mark = (self._seen_pinned, len(pinned.touched), len(pinned.attr_deps), id(pinned.watched)) \
-            if pinned is not None else None
+        mark = self._pinned_mark()
         watched = frozenset(pinned.watched) if pinned is not None else frozenset()
         saved = self.memos()
         self.set_memos(None)
@@ -561,11 +565,9 @@ class Values:
         self.guessed |= guess
         if complete:
             self._params[key] = (found, guess)
-            now = (self._seen_pinned, len(pinned.touched), len(pinned.attr_deps), id(pinned.watched)) \
-                if pinned is not None else None
             files = files_named(found)
             # free of the analysed file: nothing of it asked or recorded, bar the words its call sites are found by
-            if now == mark and (pinned is None or (pinned.watched <= watched | words
+            if self._pinned_mark() == mark and (pinned is None or (pinned.watched <= watched | words
                                                    and all(f is not pinned for f in files))):
                 carried.answers[key] = Carried(ix, found, guess, frozenset(words), tuple(files))
             else:
@@ -652,8 +654,8 @@ class Values:
             found = self.files_with(ix.path, fn.name, called=True) if cls is None else self.files_with(
                 ix.path, cls.name, None if ctor else fn.name, called=True)
             files += [o for o in found if o is not ix]
-        if self.pinned is not None and any(f is self.pinned for f in files):
-            self._seen_pinned += 1
+        for f in files:
+            self._asked(f)
         out: list[tuple[FileIndex, Node]] = []
         seen = 0
         for f in files:
@@ -677,8 +679,7 @@ class Values:
 
     # ---- classes -----------------------------------------------------------------------------------------
     def base_class(self, ix: FileIndex, base: str) -> tuple[FileIndex, ClassInfo] | None:
-        if ix is self.pinned:
-            self._seen_pinned += 1
+        self._asked(ix)
         short = base.rsplit(".", 1)[-1]
         if "." not in base:
             cls = ix.classes.get(base)
@@ -693,8 +694,7 @@ class Values:
 
     def mro(self, ix: FileIndex, cls: ClassInfo) -> list[tuple[FileIndex, ClassInfo]]:
         """The C3 linearisation of a workspace class over its workspace bases (library bases end it)."""
-        if ix is self.pinned:
-            self._seen_pinned += 1
+        self._asked(ix)
         key = (id(ix), cls.node.id)
         found = self._mro.get(key)
         if found is not None:
@@ -768,17 +768,9 @@ def _reaching(scope: Scope, name: str, assign: Assign, read: Node) -> list[Assig
         if a.stmt.start_byte <= read.start_byte < a.stmt.end_byte:
             continue  # the statement the read sits in (`x = f(x)`): its own binding comes after the read
         out.append(a)
-        if _holds(_block_of(a.stmt), read) or len(out) > MAX_VALUES:
+        if _holds(block_of(a.stmt), read) or len(out) > MAX_VALUES:
             break
     return out or [assign]
-
-
-def _block_of(stmt: Node) -> Node:
-    """The innermost block (or the module) that holds a statement."""
-    n: Node | None = stmt.parent
-    while n is not None and n.type not in ("block", "module"):
-        n = n.parent
-    return n if n is not None else stmt
 
 
 def _holds(outer: Node, inner: Node) -> bool:
