@@ -3,6 +3,7 @@ files. Files are added, updated (incrementally, by edits) and removed; every cha
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -31,11 +32,30 @@ def _spells_call(text: str, word: str) -> bool:
     return False
 
 
+def _spells_word(text: str, word: str) -> bool:
+    r"""`word` in text as a whole word: what `(?<!\w)word(?!\w)` finds, by `str.find` with the characters on
+    either side tested apart (the lookbehind pattern is tried at every position: 0.34 ms a search on
+    Megatron-LM's files, a third of its has_word time)."""
+    at = text.find(word)
+    n = len(word)
+    while at >= 0:
+        if (at == 0 or _WORD_CHAR.match(text, at - 1) is None) and _WORD_CHAR.match(text, at + n) is None:
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
 def module_names(path: str, roots: Iterable[str] = ()) -> list[str]:
     """Dotted module names a file may be imported as, most specific first (none for a path without a file name:
     "", ".", "/", as an editor's document with an empty or bare `file://` URI has)."""
+    return list(_module_names(path, tuple(roots)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _module_names(path: str, roots: tuple[str, ...]) -> tuple[str, ...]:
+    # remembered: every call-site search asks it of the function's file (12k times on Megatron-LM)
     parts = _root_parts(path, roots)
-    return [".".join(parts[i:]) for i in range(len(parts)) if parts[i:]]
+    return tuple(".".join(parts[i:]) for i in range(len(parts)) if parts[i:])
 
 
 def _root_parts(path: str, roots: Iterable[str]) -> list[str]:
@@ -380,7 +400,7 @@ class Workspace:
         self._has_cache[key] = (stamp, found)
         return found
 
-    _SEARCHES_BEFORE_WORDS = 4  # words asked of one text before all its words are read
+    _SEARCHES_BEFORE_WORDS = 32  # words asked of one text before all its words are read
 
     def _has(self, path: str, word: str, stamp: int) -> bool:
         """`word` is one of the file's words: the first few questions of a text (an edited file's, on every
@@ -395,7 +415,7 @@ class Workspace:
         self._searched[path] = (stamp, count + 1)
         if not _WORD.fullmatch(word):
             return False  # not a word at all
-        return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", self.text(path) or "") is not None
+        return _spells_word(self.text(path) or "", word)
 
     def _words(self, path: str) -> frozenset[str]:
         """The identifier-like words of a file, cached until the file changes."""
