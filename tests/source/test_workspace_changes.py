@@ -105,3 +105,25 @@ def test_wrapper_names_and_capturing_importers_follow_every_change() -> None:
                 want = [q for q in ws.paths() if q != p and q in closure
                         and filecache.may_capture(q, ws.text(q) or "", frozen, cfg.capture_entry_points)]
                 assert filecache.capturing_importers(ws, p, frozen, cfg.capture_entry_points) == want
+
+
+def test_importers_remembered_per_generation_equal_a_fresh_workspace() -> None:
+    """`importers` answers from what it found earlier in the same generation; after any change its answer is
+    the one a workspace built from scratch over the same texts gives."""
+    sizes = set()
+    for seed in range(10):
+        rng = random.Random(200 + seed)
+        ws = Workspace([])
+        for _ in range(25):
+            _series(ws, rng, rng.randrange(1, 3))
+            fresh = Workspace([])
+            for p in ws.paths():
+                fresh.add_text(p, ws.text(p) or "")
+            for p in ws.paths():
+                for name, also, called in (("f", None, True), ("f", None, False), ("h1", None, False),
+                                           ("f", "x", True)):
+                    want = [ix.path for ix in fresh.importers(p, name, also, called)]
+                    for _twice in range(2):  # the second answer is the remembered one
+                        assert [ix.path for ix in ws.importers(p, name, also, called)] == want, (seed, p, name)
+                    sizes.add(len(want))
+    assert len(sizes) > 2 and max(sizes) > 1  # the answers are not all empty
