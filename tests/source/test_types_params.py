@@ -198,3 +198,43 @@ def test_the_other_arm_taken_by_default_gives_nothing() -> None:
     # default "sgd": the SGD arm runs (no capturable check); the Adam arm is not the one the program takes
     ws = _ws({"optim.py": OPTIM, "train.py": TRAIN.replace("DEFAULT", '"sgd"')})
     assert [f for f in _flagged(ws) if f[0] == "train.py" and f[1] == 17] == []
+
+
+OPTIM_METHOD = """import torch
+
+
+class Builder:
+    def build(self, params, args):
+        if args.optimizer == "adam":
+            opt = torch.optim.Adam(params, lr=1e-3)
+        elif args.optimizer == "sgd":
+            opt = torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+        else:
+            raise ValueError(args.optimizer)
+        return opt
+"""
+
+TRAIN_METHOD = TRAIN.replace("from optim import build_optimizer", "from optim import Builder").replace(
+    "build_optimizer(model.parameters(), args.optimizer.lower())", "Builder().build(model.parameters(), args)")
+
+
+def test_a_method_parameter_holding_the_namespace_is_followed_to_its_callers() -> None:
+    # the receiver `self` is never a parsed namespace and is not followed; the method's other parameters are
+    flagged = {d: [f for f in _flagged(_ws({"optim.py": OPTIM_METHOD, "train.py": TRAIN_METHOD.replace("DEFAULT", d)}))
+                   if f[0] == "train.py" and f[1] == 17] for d in ('"adam"', '"sgd"')}
+    assert flagged['"adam"'] and flagged['"adam"'][0][3] == "error", flagged
+    assert flagged['"sgd"'] == [], flagged
+
+
+def test_the_receiver_of_a_method_is_its_first_parameter_unless_static() -> None:
+    from denpex.source.resolve.consts import _receiver
+    ws = _ws({"m.py": "class C:\n    def m(self, a):\n        pass\n\n    @staticmethod\n    def s(a, b):\n"
+                      "        pass\n\n    @classmethod\n    def k(cls, a):\n        pass\n\n\ndef f(self, a):\n"
+                      "    pass\n"})
+    ix = ws.index("m.py")
+    assert ix is not None
+    fns = {fn.name: fn for fn in ix.by_node.values()}
+    got = {(n, p): _receiver(fns[n], p) for n, p in (("m", "self"), ("m", "a"), ("s", "a"), ("k", "cls"),
+                                                    ("f", "self"))}
+    assert got == {("m", "self"): True, ("m", "a"): False, ("s", "a"): False, ("k", "cls"): True,
+                   ("f", "self"): False}

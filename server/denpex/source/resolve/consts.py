@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # the call sites of a function in the workspace (Values.call_sites)
 Sites = Callable[["FileIndex", "FuncInfo"], list[tuple["FileIndex", Node]]]
 _MAX_DEPTH = 8
+_LITERALS = frozenset({"string", "concatenated_string", "integer", "float", "true", "false", "none"})
 _STR_METHODS: dict[str, Callable[[str], str]] = {"lower": str.lower, "upper": str.upper, "strip": str.strip}
 
 
@@ -99,8 +100,8 @@ def _option(ix: FileIndex, obj: Node, attr: str, sites: Sites, depth: int) -> st
     assign, scope, is_param = ix.lookup(name, obj)
     if is_param and scope is not None:
         fn = ix.by_node.get(scope.node.id)
-        if fn is None:
-            return None
+        if fn is None or _receiver(fn, name):
+            return None  # an instance of a workspace class is no parsed namespace: its callers are not searched
         found: set[str | None] = set()
         for cix, call in sites(ix, fn):
             arg = bind(cix, call, fn).get(name)
@@ -114,6 +115,13 @@ def _option(ix: FileIndex, obj: Node, attr: str, sites: Sites, depth: int) -> st
         return None  # not `parser.parse_args()` / `get_args()`
     default = option_defaults(ix).get(attr)
     return string_of(ix, default, sites, depth + 1) if default is not None else None
+
+
+def _receiver(fn: FuncInfo, name: str) -> bool:
+    """`name` is the receiver of method `fn` (`self`, `cls`): its first parameter, not a staticmethod's."""
+    if fn.class_name is None or not fn.params or fn.params[0] != name:
+        return False
+    return not any(fn.src.node_text(d).lstrip("@").strip() == "staticmethod" for d in fn.decorators)
 
 
 def option_defaults(ix: FileIndex) -> dict[str, Node]:
@@ -166,22 +174,24 @@ def decided(ix: FileIndex, cond: Node, sites: Sites) -> bool | None:
     if len(ops) != 1 and ops != ["not", "in"]:
         return None
     op = " ".join(ops)
-    left, right = cond.named_children
-    lv = string_of(ix, left, sites)
-    if lv is None:
+    if op not in ("==", "!=", "in", "not in"):
         return None
+    left, right = cond.named_children
+    # both sides must be known strings: the side that is a literal is read first, since a left side followed
+    # through its callers costs a call-site search per hop and `x.mode == 0` is settled by the 0 alone
     if op in ("==", "!="):
-        rv = string_of(ix, right, sites)
-        return None if rv is None else (lv == rv) == (op == "==")
-    if op in ("in", "not in"):
-        r = strip_parens(right)
-        if r.type not in ("tuple", "list", "set") or not r.named_child_count:
-            return None
-        items = [string_of(ix, c, sites) for c in r.named_children]
-        if any(i is None for i in items):
-            return None
-        return (lv in items) == (op == "in")
-    return None
+        first, second = (right, left) if strip_parens(right).type in _LITERALS else (left, right)
+        a = string_of(ix, first, sites)
+        b = string_of(ix, second, sites) if a is not None else None
+        return None if a is None or b is None else (a == b) == (op == "==")
+    r = strip_parens(right)
+    if r.type not in ("tuple", "list", "set") or not r.named_child_count:
+        return None
+    items = [string_of(ix, c, sites) for c in r.named_children]
+    if any(i is None for i in items):
+        return None
+    lv = string_of(ix, left, sites)
+    return None if lv is None else (lv in items) == (op == "in")
 
 
 def arm_dead(ix: FileIndex, stmt: Node, stop: Node, sites: Sites) -> bool:
