@@ -373,7 +373,7 @@ def profile_child(root: str, top: int) -> None:
     with open(os.devnull, "w") as null:
         saved, sys.stdout = sys.stdout, null
         try:
-            prof.runcall(main, ["scan", ".", "--format", "json"])
+            prof.runcall(main, ["scan", ".", "--format", "json", "--jobs", "1"])  # one process: the hook and cProfile see it all
         except SystemExit:
             pass
         finally:

@@ -23,6 +23,7 @@ from denpex.notebook.fixes import fixed_cells
 from denpex.rulebook import RuleBook, load_rulebook
 from denpex.source.config import ScanConfig
 from denpex.source.engine.analyse import analyse_workspace, apply_fixes
+from denpex.source.engine.jobs import default_jobs
 from denpex.source.model import SourceFinding
 from denpex.source.resolve.workspace import Workspace
 
@@ -47,7 +48,20 @@ def register(subparsers: Any) -> None:
     p.add_argument("--unsafe-fixes", action="store_true", help="with --fix, also apply behaviour-changing fixes")
     p.add_argument("--config", metavar="PYPROJECT", help="read [tool.denpex] from this file")
     p.add_argument("--rules", action="append", default=[], metavar="DIR", help="also load the rule files in DIR")
+    p.add_argument("--jobs", "-j", type=_jobs, default=0, metavar="N",
+                   help="processes that analyse the capture files (default 0: one per core, at most 8; 1: this "
+                        "process only)")
     p.set_defaults(handler=run)
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {text!r}")
+    return n
 
 
 def _ignored_by_git(specs: list[tuple[Path, pathspec.PathSpec[Any]]], path: Path, is_dir: bool) -> bool:
@@ -138,10 +152,10 @@ def is_notebook(p: Path | str) -> bool:
 
 def scan(files: list[Path], config: ScanConfig, book: RuleBook,
          notebooks: dict[str, Notebook] | None = None,
-         errors: list[str] | None = None) -> tuple[Workspace, dict[str, list[SourceFinding]]]:
+         errors: list[str] | None = None, jobs: int = 1) -> tuple[Workspace, dict[str, list[SourceFinding]]]:
     """Analyse the files as one workspace. A notebook's code cells are one program under the notebook's path
     (kept in `notebooks`); a notebook that does not read is left out, with its one-line reason in `errors`
-    (raised when no list is given)."""
+    (raised when no list is given). `jobs`: processes for the capture files (engine/jobs.py)."""
     # whole files: on a real tree the lazy parse's extra analysis rounds cost more than parsing everything
     # (Megatron-LM: 16.2 s lazy, 9.1 s whole; bench/ecosystem/README.md)
     ws = Workspace(roots=[str(Path.cwd())], lazy=False)
@@ -160,7 +174,7 @@ def scan(files: list[Path], config: ScanConfig, book: RuleBook,
         if notebooks is not None:
             notebooks[shown] = nb
         ws.add_text(shown, nb.program.text)
-    return ws, analyse_workspace(ws, config=config, rulebook=book)
+    return ws, analyse_workspace(ws, config=config, rulebook=book, jobs=jobs)
 
 
 def _fix_notebook(ws: Workspace, path: str, nb: Notebook, findings: list[SourceFinding], config: ScanConfig,
@@ -195,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
     files = collect_files(args.paths)
     notebooks: dict[str, Notebook] = {}
     errors: list[str] = []
-    ws, results = scan(files, config, book, notebooks, errors)
+    ws, results = scan(files, config, book, notebooks, errors, args.jobs or default_jobs())
     for line in errors:
         print(f"denpex: error: {line}", file=sys.stderr)
     fixed_files = 0

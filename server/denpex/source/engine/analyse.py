@@ -36,6 +36,7 @@ from denpex.source.engine.filecache import capturing_importers, may_open
 from denpex.source.engine.filecache import may_wrap as _may_wrap
 from denpex.source.engine.filecache import wrapper_names as _wrapper_names
 from denpex.source.engine.hits import Hit, Sink, branch_head
+from denpex.source.engine.jobs import map_in_order
 from denpex.source.engine.kept import Cached as _Cached
 from denpex.source.engine.kept import Pending as _Pending
 from denpex.source.engine.kept import Rec as _Rec
@@ -182,23 +183,6 @@ def _worded(rule: Rule, config: ScanConfig, severity: Severity | None, message: 
     """A finding's severity (the configured one, else the hit's or the rule's, capped when in doubt) and message."""
     sev = config.severity.get(rule.id) or _capped(severity or rule.severity, bool(doubt))
     return sev, (message or (rule.source.message if rule.source is not None else rule.title)) + doubt + note
-
-
-def _to_findings(hits: Iterable[Hit], book: RuleBook, config: ScanConfig, only_path: str | None) -> list[SourceFinding]:
-    """Findings of hits in any files (only `only_path`'s when given): `_recs_to_findings` file by file."""
-    by_file: dict[str, tuple[ParsedSource, list[_Rec]]] = {}
-    for h in hits:
-        if only_path is not None and h.ix.path != only_path:
-            continue
-        entry = by_file.get(h.ix.path)
-        if entry is None:
-            entry = by_file[h.ix.path] = (h.ix.src, [])
-        entry[1].append(_rec(h))
-    out: list[SourceFinding] = []
-    for path, (src, recs) in by_file.items():
-        out.extend(_recs_to_findings(recs, book, config, src, path))
-    out.sort(key=lambda f: (f.path, f.start_line, f.start_col, f.code))
-    return out
 
 
 def _rec(h: Hit) -> _Rec:
@@ -444,15 +428,20 @@ _DOCS: dict[tuple[str, int], Document] = {}
 
 
 def analyse_workspace(workspace: Workspace, *, config: ScanConfig | None = None,
-                      rulebook: RuleBook | None = None) -> dict[str, list[SourceFinding]]:
+                      rulebook: RuleBook | None = None, jobs: int = 1) -> dict[str, list[SourceFinding]]:
+    """`jobs` > 1: the capture files are analysed by that many forked processes (a workspace parsed whole, as
+    `denpex scan` makes it; a lazily parsed one grows its trees as it is analysed, so it stays in this one)."""
     book = rulebook or _default_book()
     cfg = config or ScanConfig()
-    return _settled(lambda: _analyse_workspace(workspace, cfg, book))
+    return _settled(lambda: _analyse_workspace(workspace, cfg, book, 1 if workspace.lazy else jobs))
 
 
-def _analyse_workspace(workspace: Workspace, cfg: ScanConfig, book: RuleBook) -> dict[str, list[SourceFinding]]:
+def _analyse_workspace(workspace: Workspace, cfg: ScanConfig, book: RuleBook,
+                       jobs: int = 1) -> dict[str, list[SourceFinding]]:
+    # the files in the order the workspace holds them now: parsing below reorders paths() (parsed files first),
+    # and where the parsing happens (here or in a child) must not change the order of the result
+    order = workspace.paths()
     resolver = Resolver(workspace.lookup_module, workspace.imported_elsewhere, workspace.importers)
-    hits: list[Hit] = []
     wrappers = {w.rsplit(".", 1)[-1] for w in cfg.capture_wrappers} | set(cfg.capture_wrappers)
     for p in workspace.paths():
         text = workspace.text(p) or ""
@@ -460,15 +449,31 @@ def _analyse_workspace(workspace: Workspace, cfg: ScanConfig, book: RuleBook) ->
             ix = workspace.index(p)
             if ix is not None:
                 wrappers |= contextmanager_wrappers(ix)
-    for p in workspace.paths():
-        text = workspace.text(p) or ""
-        if not may_open(text, wrappers) and not may_have_entries(text, cfg.capture_entry_points):
-            continue
-        ix = workspace.index(p)
-        if ix is not None:
-            hits.extend(_hits_for(ix, resolver, cfg, wrappers))
-    findings = _to_findings(hits, book, cfg, None)
-    out: dict[str, list[SourceFinding]] = {p: [] for p in workspace.paths()}
+    # in the order of paths() here, the files the loop above parsed first: the first capture to reach a line is
+    # the one its finding names
+    todo = [p for p in workspace.paths() if may_open(text := workspace.text(p) or "", wrappers)
+            or may_have_entries(text, cfg.capture_entry_points)]
+
+    srcs: dict[str, ParsedSource] = {}  # the trees hits are in (filled where the files are analysed here)
+
+    def recs_of(path: str) -> list[tuple[str, _Rec]]:
+        ix = workspace.index(path)
+        hits = _hits_for(ix, resolver, cfg, wrappers) if ix is not None else []
+        for h in hits:
+            srcs.setdefault(h.ix.path, h.ix.src)
+        return [(h.ix.path, _rec(h)) for h in hits]
+
+    by_file: dict[str, list[_Rec]] = {}
+    for found in map_in_order(recs_of, todo, jobs):
+        for path, rec in found:
+            by_file.setdefault(path, []).append(rec)
+    findings: list[SourceFinding] = []
+    for path, recs in by_file.items():
+        src = srcs.get(path) or workspace.source(path)  # a child's trees: the same text, parsed here
+        if src is not None:
+            findings.extend(_recs_to_findings(recs, book, cfg, src, path))
+    findings.sort(key=lambda f: (f.path, f.start_line, f.start_col, f.code))
+    out: dict[str, list[SourceFinding]] = {p: [] for p in order}
     for f in findings:
         out.setdefault(f.path, []).append(f)
     return out
