@@ -65,6 +65,37 @@ class Target:
 ModuleLookup = Callable[[str], "FileIndex | None"]
 
 
+# decorators whose generated __init__ calls __post_init__ (pydantic's dataclasses do as the standard ones)
+_DATACLASS_DECORATORS = frozenset({"dataclasses.dataclass", "dataclass", "pydantic.dataclasses.dataclass"})
+
+
+def _first_method(mro: list[tuple[FileIndex, ClassInfo]], name: str) -> tuple[FileIndex, ClassInfo, FuncInfo] | None:
+    for cix, cls in mro:
+        m = cls.methods.get(name)
+        if m is not None:
+            return cix, cls, m
+    return None
+
+
+def _is_dataclass(ix: FileIndex, cls: ClassInfo) -> bool:
+    """`cls` is decorated `@dataclass` / `@dataclasses.dataclass(...)` without `init=False`: its `__init__` is the
+    generated one, which ends by calling `__post_init__`."""
+    p = cls.node.parent
+    if p is None or p.type != "decorated_definition":
+        return False
+    for d in p.named_children:
+        if d.type != "decorator":
+            continue
+        text = "".join(ix.text(d).lstrip("@").split())
+        e = d.named_children[0] if d.named_children else None
+        if e is not None and e.type == "call":
+            e = e.child_by_field_name("function")
+        name = (ix.qualname(e) if e is not None else None) or text.split("(", 1)[0]
+        if name in _DATACLASS_DECORATORS and "init=False" not in text:
+            return True
+    return False
+
+
 def _triton_kernel(ix: FileIndex, fn: FuncInfo) -> bool:
     """`fn` is decorated `@triton.jit`, `@triton.autotune(...)` or `@triton.heuristics(...)` (through imports)."""
     for d in fn.decorators:
@@ -117,7 +148,9 @@ class Resolver:
         targets = _fitting(ix, call, self.resolve_callable(ix, func, env, depth=0) or self._constructors(ix, func, env))
         out: list[Target] = []
         for t in targets:
-            bound = self._bind(ix, call, t.func, env, drop_self=True, skip=t.skip)
+            # a dataclass's __post_init__ gets none of the call's arguments (its generated __init__ takes them)
+            bound = EMPTY_ENV if t.role == "post_init" else self._bind(ix, call, t.func, env, drop_self=True,
+                                                                        skip=t.skip)
             out.append(Target(t.ix, t.func, Env(t.pre.params + bound.params, self.values), t.label, guess=t.guess,
                               role="kernel" if t.role == "kernel" else ""))
         return out
@@ -192,17 +225,35 @@ class Resolver:
 
     def _constructors(self, ix: FileIndex, func: Node, env: Env) -> list[Target]:
         """A workspace class called (`Cls(...)`, not a class passed on: `isinstance(x, Cls)` runs nothing) runs its
-        `__init__`, its own or the first of its workspace bases' (none when only a library base defines one: an
-        Enum, a NamedTuple, a plain nn.Module subclass)."""
+        `__new__` and its `__init__`, each the first found along its workspace bases (none when only a library
+        base defines one: an Enum, a NamedTuple, a plain nn.Module subclass). A dataclass's generated `__init__`
+        runs its `__post_init__`. The `__init__` (else the `__new__`) is the call's target; the others run
+        besides it (a role: they are no alternative signature for `_fitting` to choose among)."""
         out: list[Target] = []
         for v in self.values_of(ix, func, env):
             if not isinstance(v, ClassRef):
                 continue
-            for cix, cls in self.values.mro(v.ix, v.cls):
+            mro = self.values.mro(v.ix, v.cls)
+            label = ix.text(func)
+            new = _first_method(mro, "__new__")
+            init: tuple[FileIndex, ClassInfo, FuncInfo] | None = None
+            post = None
+            for cix, cls in mro:
                 m = cls.methods.get("__init__")
                 if m is not None:
-                    out.append(Target(cix, m, EMPTY_ENV, f"{ix.text(func)} -> {cls.name}.__init__"))
+                    init = (cix, cls, m)
                     break
+                if _is_dataclass(cix, cls):
+                    post = _first_method(mro, "__post_init__")
+                    break
+            if init is not None:
+                out.append(Target(init[0], init[2], EMPTY_ENV, f"{label} -> {init[1].name}.__init__"))
+            if new is not None:
+                out.append(Target(new[0], new[2], EMPTY_ENV, f"{label} -> {new[1].name}.__new__",
+                                  role="new" if init is not None else ""))
+            if post is not None:
+                out.append(Target(post[0], post[2], EMPTY_ENV, f"{label} -> {post[1].name}.__post_init__",
+                                  role="post_init"))
         return out
 
     def instance_call(self, inst: Inst, label: str) -> list[Target]:
