@@ -4,6 +4,7 @@ for byte, in the same order (engine/jobs.py)."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from denpex.source.engine.jobs import can_fork, map_in_order
+from denpex.source.engine.jobs import WorkerError, can_fork, map_in_order
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "data" / "realistic"
 
@@ -81,3 +82,26 @@ def test_the_first_capture_file_names_a_shared_finding_whichever_child_ends_firs
         found = json.loads(_scan(tmp_path, "--jobs", jobs).stdout)["diagnostics"]
         in_lib = [d for d in found if d["path"] == "lib.py"]
         assert in_lib and all(d["capture_site"]["path"] == "a_heavy.py" for d in in_lib), (jobs, in_lib)
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked jobs need Linux")
+def test_a_child_past_its_memory_budget_hands_its_place_to_a_fresh_one() -> None:
+    got = map_in_order(_pid, list(range(12)), 2, budget_mb=0.001)  # every child is past it after one item
+    assert [sq for sq, _pid in got] == [i * i for i in range(12)]
+    assert len({p for _sq, p in got}) == 12  # one child per item
+    kept = map_in_order(_pid, list(range(12)), 2, budget_mb=0)  # no budget: the two children take them all
+    assert len({p for _sq, p in kept}) == 2
+
+
+def _fails_on_three(i: int) -> int:
+    if i == 3:
+        raise ValueError("item three")
+    return i
+
+
+@pytest.mark.skipif(not can_fork(), reason="forked jobs need Linux")
+def test_an_item_that_raises_in_a_child_is_raised_here_with_its_traceback() -> None:
+    with pytest.raises(WorkerError, match="item three") as err:
+        map_in_order(_fails_on_three, list(range(8)), 2)
+    assert "_fails_on_three" in str(err.value) and "3" in str(err.value)
+    assert not multiprocessing.active_children()  # no child left behind
