@@ -35,3 +35,27 @@ def test_cls_in_a_classmethod_is_its_class() -> None:
 def test_a_parameter_named_cls_elsewhere_is_a_parameter() -> None:
     """A method that is no classmethod (or a staticmethod) with a parameter spelled `cls`: no class is assumed."""
     assert ("manager.py", 8, "capture-item-sync") not in _flagged("Manager.static(None, x)")
+
+
+CONFIGS = '''from functools import lru_cache
+
+from manager import Manager
+
+
+class Configs(Manager):
+    kernel = "moe"
+
+    @classmethod
+    @lru_cache(maxsize=200)
+    def best(cls, t):
+        return cls.peak(t)
+'''
+
+
+def test_an_inherited_method_through_the_class_or_cls_is_the_bases() -> None:
+    """`Sub.m(...)` and `cls.m(...)` in a subclass's classmethod take `m` from the first base that defines it
+    (lightllm's kernel configs: `cls.get_the_config(...)` defined on KernelConfigs)."""
+    for call in ("Configs.best(x)", "Configs.peak(x)"):
+        main = capture_program("from configs import Configs", f"y = {call}")
+        flagged = workspace_flags({"manager.py": MANAGER, "configs.py": CONFIGS, "main.py": main})
+        assert ("manager.py", 8, "capture-item-sync") in flagged, call

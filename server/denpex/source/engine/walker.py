@@ -24,6 +24,7 @@ from denpex.source.engine.facts import (
     const_value,
     has_splat,
     memo_miss,
+    memoised,
     param_defaults,
 )
 from denpex.source.engine.hits import Hit, Sink, branch_head, call_parts, stmt_of
@@ -58,6 +59,15 @@ _NOT_NONE = object()
 _NOT_NONE_KINDS = frozenset({"tensor", "scalar", "str", "bool", "module", "stream", "event", "generator", "graph",
                              "optimizer"})
 _FOLD_DEPTH = 8
+
+
+# calls whose answer is True whenever a CUDA-graph capture runs
+_TRUE_WHILE_CAPTURING = frozenset({"torch.cuda.is_available", "torch.cuda.is_initialized"})
+
+
+def _true_while_capturing(ix: FileIndex, call: Node) -> bool:
+    f = call.child_by_field_name("function")
+    return f is not None and ix.qualname(f) in _TRUE_WHILE_CAPTURING
 
 
 class EntryRecorder(Protocol):
@@ -141,6 +151,8 @@ class CaptureWalker:
         steps = (*frame.steps, step) if step is not None else frame.steps
         child = Frame(ix, env, (*frame.chain, label), frame.depth + 1, fn, branch, steps, frame.maybe or maybe,
                       defaulted)
+        if memoised(ix, fn) and self._warmed(child):
+            return  # an @lru_cache function the warm-up before the capture ran: its body runs on a miss only
         self._walk([body], child)
 
     def would_enter(self, ix: FileIndex, fn: FuncInfo, env: Env, frame: Frame, branch: str | None,
@@ -420,6 +432,8 @@ class CaptureWalker:
         if cond.type == "call":
             if self._guard_call(ix, cond) or self._guard_wrapper_call(ix, cond):
                 return not neg
+        elif cond.type == "boolean_operator" and self._and_guard(ix, cond):
+            return not neg  # `torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()`
         elif cond.type in ("identifier", "attribute"):
             name = ix.text(cond).rsplit(".", 1)[-1]
             if name in self.guards:
@@ -429,6 +443,25 @@ class CaptureWalker:
                     self._guard_call(ix, bound) or self._guard_wrapper_call(ix, bound)):
                 return not neg  # `capturing = torch.cuda.is_current_stream_capturing()` ... `if capturing:`
         return None
+
+    def _and_guard(self, ix: FileIndex, cond: Node) -> bool:
+        """An `and` of a capture guard with tests that hold whenever a capture runs (`torch.cuda.is_available()`):
+        it is true exactly when the guard is."""
+        top = cond.child_by_field_name("operator")
+        if top is None or top.type != "and":
+            return False
+        parts: list[Node] = []
+        stack = [cond]
+        while stack:
+            n = strip_parens(stack.pop())
+            op = n.child_by_field_name("operator") if n.type == "boolean_operator" else None
+            if op is not None and op.type == "and":
+                stack.extend(c for c in (n.child_by_field_name("left"), n.child_by_field_name("right")) if c)
+            else:
+                parts.append(n)
+        guards = [p for p in parts if p.type != "boolean_operator" and self._guard_polarity(ix, p) is True]
+        rest = [p for p in parts if not any(p.id == g.id for g in guards)]
+        return bool(guards) and all(p.type == "call" and _true_while_capturing(ix, p) for p in rest)
 
     def _guard_call(self, ix: FileIndex, call: Node) -> bool:
         f = call.child_by_field_name("function")

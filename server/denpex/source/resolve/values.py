@@ -424,10 +424,12 @@ class Values:
                     if m is not None:
                         out.append([Func(cix, m, v.this)])
                         break
-            elif isinstance(v, ClassRef):
-                m = v.cls.methods.get(name)
-                if m is not None:
-                    out.append([Func(v.ix, m)])
+            elif isinstance(v, ClassRef):  # `Cls.m` / `cls.m`: the first of its workspace bases that defines it
+                for cix, cls in self.mro(v.ix, v.cls):
+                    m = cls.methods.get(name)
+                    if m is not None:
+                        out.append([Func(cix, m)])
+                        break
         return _union(out)
 
     def member(self, inst: Inst, name: str, depth: int) -> list[Value]:
