@@ -65,7 +65,7 @@ SCALAR_METHODS = frozenset({"size", "dim", "numel", "stride", "element_size", "d
 # kinds one question may ask: a call's kind reads its callee's returns with the arguments bound, and those read
 # their own callees', a tree no memo can share (each level's bindings differ); in TransformerEngine's GEMM
 # wrappers, once reached, one scan spent minutes here. Past the budget the answer is unknown (no finding).
-KIND_BUDGET = 20_000
+KIND_BUDGET = 2_000
 _left: list[int | None] = [None]  # kinds left to the question under way (None: no question under way)
 
 

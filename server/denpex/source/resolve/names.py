@@ -42,6 +42,14 @@ class ImportMap:
     # a name bound by a relative import -> its target as the file's text spells it, dots dropped: what the lazy
     # parse's import table (syntax.chunks) holds for it, so the two compare as they do for absolute imports
     spelled: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    stars: list[str] = field(default_factory=list)  # the modules of `from M import *`, in order
+
+    def star_modules(self) -> list[str]:
+        """The modules whose public names `from M import *` binds here (in a lazily parsed file, every star import
+        of its text is asked for: it may sit in a chunk the tree does not hold)."""
+        if self.src is not None:
+            self.src.need_star_imports()
+        return self.stars
 
     def lookup(self, name: str) -> str | None:
         found = self.names.get(name)
@@ -159,6 +167,8 @@ def build_imports(src: ParsedSource, caps: dict[str, list[Node]] | None = None,
         # the module set stays as the lazy parse's table spells it (dots dropped): entrypoints asks it for a
         # framework's prefixes, and a parsed and an unparsed import must answer alike
         out.modules.add(spelled if spelled is not None else mod)
+        if any(c.type == "wildcard_import" for c in node.named_children):
+            out.stars.append(mod)
         for child in node.children_by_field_name("name"):
             if child.type == "dotted_name":
                 dname = _dotted(src, child)

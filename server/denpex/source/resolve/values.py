@@ -295,6 +295,12 @@ class Values:
         if q is not None and "." in q and q != f"{module}.{name}":
             mod, _, attr = q.rpartition(".")
             return self.symbol(mod, attr, depth + 1)
+        if not name.startswith("_"):  # `from .parallel_state import *` in a package's __init__.py: public names
+            for star in other.imports.star_modules():
+                if star != module:
+                    found = self.symbol(star, name, depth + 1)
+                    if found:
+                        return found
         return []
 
     # ---- calls -------------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from tree_sitter import Language, Node, Parser, Point, Query, QueryCursor, Range
 from denpex.source.syntax import chunks as _chunks
 from denpex.source.syntax.nav import TreeNav
 
+_STAR_IMPORT = re.compile(rb"\bimport\s*\*")  # `from m import *`, within one import statement's bytes
+
 
 @cache
 def language() -> Language:
@@ -134,6 +136,16 @@ class ParsedSource:
             binds = lazy.imports.get(name)
             if binds and lazy.want([i for i, target in binds if target is not None and target != current]):
                 _WANTING[id(self)] = self
+
+    def need_star_imports(self) -> None:
+        """The analysis reads the file's `from M import *` statements: the chunks holding them must be parsed."""
+        lazy = self.lazy
+        if lazy is None:
+            return
+        ids = {lazy.chunk_at(start) for _kw, _line, start, end in _chunks.import_statements(self.data)
+               if _STAR_IMPORT.search(self.data, start, end)}
+        if ids and lazy.want(ids):
+            _WANTING[id(self)] = self
 
     def need_binding_of(self, target: str) -> None:
         """The analysis looks for the names bound to `target`, in binding order: every import of it is needed."""
