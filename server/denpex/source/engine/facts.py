@@ -133,10 +133,23 @@ def value_text(ix: FileIndex, node: Node) -> str:
 
 
 # module constants folded in `if` conditions (`FIX = "none"` ... `if FIX == "flag":`)
+_ENV_READS = frozenset({"os.environ.get", "os.getenv"})
+
+
 def const_value(ix: FileIndex, node: Node, depth: int = 0, nest: int = 0) -> object:
-    """The value of a literal, or of a name bound once at module level to a literal; `_UNKNOWN` otherwise."""
+    """The value of a literal, or of a name bound once at module level to a literal, or of an environment
+    variable read with a literal default (`os.environ.get("FLASHINFER_VALIDATE_INPUTS", "0")`: the default, as
+    the program runs with the variable unset, as consts.py takes an option's default); `_UNKNOWN` otherwise."""
     node = strip_parens(node)
     t = node.type
+    if t == "call" and depth < 3:
+        f = node.child_by_field_name("function")
+        if f is not None and ix.qualname(f) in _ENV_READS:
+            args = positional(node)
+            default = args[1] if len(args) > 1 else kwarg(ix, node, "default")
+            if args and isinstance(const_value(ix, args[0], depth + 1), str):
+                return const_value(ix, default, depth + 1) if default is not None else None
+        return _UNKNOWN
     if t == "true":
         return True
     if t == "false":
