@@ -66,3 +66,42 @@ def _memo(warm: bool) -> set[tuple[str, int, str]]:
 def test_a_memoised_function_the_warm_up_ran_is_not_walked() -> None:
     assert ("configs.py", 11, "replay-python-side-effects") in _memo(warm=False)
     assert _memo(warm=True) == set()
+
+
+SINGLETON = '''import logging
+import threading
+
+logger = logging.getLogger(__name__)
+
+
+class Tuner:
+    _instance = None
+    _lock = threading.Lock()
+
+    def __init__(self):
+        logger.warning("loading tuning tables")
+
+    @classmethod
+    def get(cls):
+        if cls._instance is None:
+            with cls._lock:
+                if cls._instance is None:
+                    cls._instance = Tuner()
+        return cls._instance
+
+
+def run(x):
+    tuner = Tuner.get()
+    return x * 2
+'''
+
+
+def test_a_class_level_singleton_built_in_the_warm_up_is_not_built_again() -> None:
+    """`if cls._instance is None: cls._instance = Tuner()` (flashinfer's AutoTuner.get): the warm-up built it."""
+    def flags(warm: bool) -> set[tuple[str, int, str]]:
+        main = ("import torch\nfrom tuner import run\n\nx = torch.ones(4, device='cuda')\n"
+                + ("y = run(x)\n" if warm else "") +
+                "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    y = run(x)\n")
+        return {f for f in workspace_flags({"tuner.py": SINGLETON, "main.py": main}) if f[0] == "tuner.py"}
+    assert ("tuner.py", 12, "replay-python-side-effects") in flags(warm=False)
+    assert flags(warm=True) == set()

@@ -283,10 +283,14 @@ def memoised(ix: FileIndex, fn: FuncInfo) -> bool:
     return False
 
 
+_HOLDERS = ("self.", "cls.")  # a cache on the object, or on the class (a singleton's `cls._instance`)
+
+
 def memo_miss(ix: FileIndex, if_stmt: Node) -> bool:
-    """An `if` that fills a cache kept on the object when it misses: `if key not in self.cache:`, `if self.x is
-    None:`, or `if v is None:` with `v = self.cache.get(key)` before it, whose body stores into that cache
-    (`self.cache[key] = ...`, `self.x = ...`). Its body computes what a first call keeps for the later ones."""
+    """An `if` that fills a cache kept on the object (or its class) when it misses: `if key not in self.cache:`,
+    `if self.x is None:` / `if cls._instance is None:`, or `if v is None:` with `v = self.cache.get(key)` before
+    it, whose body stores into that cache (`self.cache[key] = ...`, `self.x = ...`). Its body computes what a
+    first call keeps for the later ones."""
     cond = if_stmt.child_by_field_name("condition")
     body = if_stmt.child_by_field_name("consequence")
     if cond is None or body is None or if_stmt.children_by_field_name("alternative"):
@@ -298,10 +302,10 @@ def memo_miss(ix: FileIndex, if_stmt: Node) -> bool:
     left, right = (strip_parens(c) for c in cond.named_children)
     target: str | None = None
     subscripted = False
-    if ops == "not in" and right.type == "attribute" and ix.text(right).startswith("self."):
+    if ops == "not in" and right.type == "attribute" and ix.text(right).startswith(_HOLDERS):
         target, subscripted = ix.text(right), True
     elif ops == "is" and right.type == "none":
-        if left.type == "attribute" and ix.text(left).startswith("self."):
+        if left.type == "attribute" and ix.text(left).startswith(_HOLDERS):
             target = ix.text(left)
         elif left.type == "identifier":
             assign, _scope, is_param = ix.lookup(ix.text(left), left)
@@ -309,7 +313,7 @@ def memo_miss(ix: FileIndex, if_stmt: Node) -> bool:
             fn = value.child_by_field_name("function") if value is not None and value.type == "call" else None
             if not is_param and fn is not None and fn.type == "attribute" and ix.text(fn).endswith(".get"):
                 obj = fn.child_by_field_name("object")
-                if obj is not None and obj.type == "attribute" and ix.text(obj).startswith("self."):
+                if obj is not None and obj.type == "attribute" and ix.text(obj).startswith(_HOLDERS):
                     target, subscripted = ix.text(obj), True
     if target is None:
         return False
