@@ -284,7 +284,8 @@ def _call_kind(ix: FileIndex, node: Node, depth: int, params: ParamKinds | None 
                 return Kind("other")
             if m in SCALAR_METHODS:
                 return Kind("scalar")
-            if m.startswith("is_") and m != "is_nonzero":  # is_contiguous(), is_floating_point(): a Python bool
+            if m.startswith(("is_", "has_", "_is_", "_has_")) and m != "is_nonzero":
+                # is_contiguous(), is_floating_point(), has_names(), a tensor subclass's _has_names(): a Python bool
                 return Kind("bool")
             if m == "cpu":
                 return Kind("tensor", "cpu")
