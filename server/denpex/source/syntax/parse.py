@@ -90,6 +90,8 @@ class ParsedSource:
     _nav: TreeNav | None = field(default=None, repr=False, compare=False)
     # how `edit` tells the parser the next edit: as its whole lines (True) or exactly (see edit)
     _tell_lines: bool = field(default=False, repr=False, compare=False)
+    # the lazy chunks holding a `from M import *` of this text (None: not looked for yet)
+    _star_chunks: frozenset[int] | None = field(default=None, repr=False, compare=False)
 
     @property
     def nav(self) -> TreeNav:
@@ -138,13 +140,18 @@ class ParsedSource:
                 _WANTING[id(self)] = self
 
     def need_star_imports(self) -> None:
-        """The analysis reads the file's `from M import *` statements: the chunks holding them must be parsed."""
+        """The analysis reads the file's `from M import *` statements: the chunks holding them must be parsed
+        (found once per text: every name a module lacks asks again)."""
         lazy = self.lazy
         if lazy is None:
             return
-        ids = {lazy.chunk_at(start) for _kw, _line, start, end in _chunks.import_statements(self.data)
-               if _STAR_IMPORT.search(self.data, start, end)}
-        if ids and lazy.want(ids):
+        ids = self._star_chunks
+        if ids is None:
+            data = self.data
+            ids = self._star_chunks = frozenset(
+                lazy.chunk_at(start) for _kw, _line, start, end in _chunks.import_statements(data)
+                if _STAR_IMPORT.search(data, start, end)) if b"*" in data else frozenset()
+        if ids and lazy.want(set(ids)):
             _WANTING[id(self)] = self
 
     def need_binding_of(self, target: str) -> None:
