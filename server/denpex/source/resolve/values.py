@@ -295,6 +295,11 @@ class Values:
         if q is not None and "." in q and q != f"{module}.{name}":
             mod, _, attr = q.rpartition(".")
             return self.symbol(mod, attr, depth + 1)
+        bound = other.scope(other.src.root).assigns.get(name, [])
+        if len(bound) == 1 and bound[0].value is not None:
+            # `_device_recorder = _DeviceRecorder()`, bound once at module level: that value
+            other.watched.add(name)  # every binding of a module name may change the answer
+            return self._assigned(other, bound[0], depth + 1)
         if not name.startswith("_"):  # `from .parallel_state import *` in a package's __init__.py: public names
             for star in other.imports.star_modules():
                 if star != module:
