@@ -617,3 +617,30 @@ def class_header(cls: ClassInfo) -> tuple[int, int]:
     """The bytes of a class statement before its body (name, bases, keywords)."""
     body = cls.node.child_by_field_name("body")
     return (cls.node.start_byte, body.start_byte if body is not None else cls.node.end_byte)
+
+
+def reaching_bindings(scope: Scope, name: str, assign: Assign, read: Node, limit: int) -> list[Assign]:
+    """The bindings of `name` in `scope` that may reach `read`, `assign` (the nearest one before it) first: going
+    back from it, each binding inside a branch the read is not in (an if/elif/else arm, a loop or try body) is
+    joined by the ones before it, up to one whose block holds the read too (the branch-merged union), at most
+    `limit` + 1 of them."""
+    assigns = scope.assigns.get(name, [])
+    try:
+        i = next(k for k, a in enumerate(assigns) if a is assign)
+    except StopIteration:
+        return [assign]
+    if assign.stmt.start_byte > read.start_byte:
+        return [assign]  # read before any binding (a loop's back edge): the one lookup chose
+    out: list[Assign] = []
+    for a in reversed(assigns[:i + 1]):
+        if a.stmt.start_byte <= read.start_byte < a.stmt.end_byte:
+            continue  # the statement the read sits in (`x = f(x)`): its own binding comes after the read
+        out.append(a)
+        if holds(block_of(a.stmt), read) or len(out) > limit:
+            break
+    return out or [assign]
+
+
+def holds(outer: Node, inner: Node) -> bool:
+    """`inner` starts inside `outer`."""
+    return outer.start_byte <= inner.start_byte < outer.end_byte

@@ -31,10 +31,11 @@ from denpex.source.resolve.index import (
     FileIndex,
     FuncInfo,
     Kind,
-    Scope,
     block_of,
     class_header,
+    holds,
     positional,
+    reaching_bindings,
 )
 from denpex.source.resolve.value_types import (
     ClassRef,
@@ -229,14 +230,14 @@ class Values:
         if assign is not None:
             if scope is not None and scope.node.type == "module":
                 ix.watched.add(name)  # every binding of a module name may change the answer
-            reaching = _reaching(scope, name, assign, ident) if scope is not None else [assign]
+            reaching = reaching_bindings(scope, name, assign, ident, MAX_VALUES) if scope is not None else [assign]
             if len(reaching) > 1 and scope is not None:
                 # arms the program's default run does not take (`if name == "sgd":` with "adam" passed) are left out
                 taken = [a for a in reaching if not arm_dead(ix, a.stmt, scope.node, self.call_sites)]
                 reaching = taken or reaching
             groups = [self._assigned(ix, a, depth) for a in reaching]
             if scope is not None and scope.node.type == "module" and ix.imports.lookup(name) is not None and not any(
-                    _holds(block_of(a.stmt), ident) for a in reaching):
+                    holds(block_of(a.stmt), ident) for a in reaching):
                 # `try: from flash_attn import f` / `except ImportError: f = None`: every binding found sits in a
                 # branch, so the import is the other way the name is bound (imports are not scope bindings)
                 groups.append(self.global_name(ix, name, depth))
@@ -763,31 +764,6 @@ def _classmethod_of(ix: FileIndex, ident: Node) -> ClassInfo | None:
     if first is None or first.type != "identifier" or ix.text(first) != "cls":
         return None
     return ix.enclosing_class(fn.node)
-
-
-def _reaching(scope: Scope, name: str, assign: Assign, read: Node) -> list[Assign]:
-    """The bindings of `name` in `scope` that may reach `read`, `assign` (the nearest one before it) first: going
-    back from it, each binding inside a branch the read is not in (an if/elif/else arm, a loop or try body) is
-    joined by the ones before it, up to one whose block holds the read too (the branch-merged union)."""
-    assigns = scope.assigns.get(name, [])
-    try:
-        i = next(k for k, a in enumerate(assigns) if a is assign)
-    except StopIteration:
-        return [assign]
-    if assign.stmt.start_byte > read.start_byte:
-        return [assign]  # read before any binding (a loop's back edge): the one lookup chose
-    out: list[Assign] = []
-    for a in reversed(assigns[:i + 1]):
-        if a.stmt.start_byte <= read.start_byte < a.stmt.end_byte:
-            continue  # the statement the read sits in (`x = f(x)`): its own binding comes after the read
-        out.append(a)
-        if _holds(block_of(a.stmt), read) or len(out) > MAX_VALUES:
-            break
-    return out or [assign]
-
-
-def _holds(outer: Node, inner: Node) -> bool:
-    return outer.start_byte <= inner.start_byte < outer.end_byte
 
 
 def _param_node(ix: FileIndex, fn: FuncInfo, name: str) -> Node | None:
