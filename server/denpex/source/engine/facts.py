@@ -9,7 +9,14 @@ from tree_sitter import Node
 
 from denpex.source.capture.regions import _string_value
 from denpex.source.engine.hits import stmt_of
-from denpex.source.resolve.index import FileIndex, FuncInfo, Kind, kwarg, positional
+from denpex.source.resolve.index import (
+    FileIndex,
+    FuncInfo,
+    Kind,
+    decorator_target,
+    kwarg,
+    positional,
+)
 from denpex.source.syntax.parse import run_query, strip_parens, walk
 
 
@@ -274,13 +281,7 @@ _MEMO_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
 def memoised(ix: FileIndex, fn: FuncInfo) -> bool:
     """`fn` is decorated `@lru_cache(...)` / `@functools.cache`: its body runs on a cache miss only (as
     memo_miss's branches)."""
-    for d in fn.decorators:
-        e = d.named_children[0] if d.named_children else None
-        if e is not None and e.type == "call":
-            e = e.child_by_field_name("function")
-        if e is not None and ix.qualname(e) in _MEMO_DECORATORS:
-            return True
-    return False
+    return any(decorator_target(ix, d) in _MEMO_DECORATORS for d in fn.decorators)
 
 
 _HOLDERS = ("self.", "cls.")  # a cache on the object, or on the class (a singleton's `cls._instance`)

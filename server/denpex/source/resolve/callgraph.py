@@ -15,7 +15,7 @@ from tree_sitter import Node
 
 from denpex.source.resolve import callsites
 from denpex.source.resolve.args import accepts, bind
-from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, positional
+from denpex.source.resolve.index import ClassInfo, FileIndex, FuncInfo, decorator_target, positional
 from denpex.source.resolve.value_types import ClassRef, FilesWith, Func, Inst, Lib, Seq, Value
 from denpex.source.resolve.values import GUESS_CALLERS, GUESS_PARTIAL, NO_OPEN, Values
 from denpex.source.syntax.parse import run_query, strip_parens
@@ -87,10 +87,7 @@ def _is_dataclass(ix: FileIndex, cls: ClassInfo) -> bool:
         if d.type != "decorator":
             continue
         text = "".join(ix.text(d).lstrip("@").split())
-        e = d.named_children[0] if d.named_children else None
-        if e is not None and e.type == "call":
-            e = e.child_by_field_name("function")
-        name = (ix.qualname(e) if e is not None else None) or text.split("(", 1)[0]
+        name = decorator_target(ix, d) or text.split("(", 1)[0]
         if name in _DATACLASS_DECORATORS and "init=False" not in text:
             return True
     return False
@@ -98,13 +95,7 @@ def _is_dataclass(ix: FileIndex, cls: ClassInfo) -> bool:
 
 def _triton_kernel(ix: FileIndex, fn: FuncInfo) -> bool:
     """`fn` is decorated `@triton.jit`, `@triton.autotune(...)` or `@triton.heuristics(...)` (through imports)."""
-    for d in fn.decorators:
-        e = d.named_children[0] if d.named_children else None
-        if e is not None and e.type == "call":
-            e = e.child_by_field_name("function")
-        if e is not None and (ix.qualname(e) or "").startswith("triton."):
-            return True
-    return False
+    return any((decorator_target(ix, d) or "").startswith("triton.") for d in fn.decorators)
 
 
 def _fitting(ix: FileIndex, call: Node, targets: list[Target]) -> list[Target]:

@@ -644,3 +644,11 @@ def reaching_bindings(scope: Scope, name: str, assign: Assign, read: Node, limit
 def holds(outer: Node, inner: Node) -> bool:
     """`inner` starts inside `outer`."""
     return outer.start_byte <= inner.start_byte < outer.end_byte
+
+
+def decorator_target(ix: FileIndex, decorator: Node) -> str | None:
+    """The qualified name a decorator names or calls (`@lru_cache(maxsize=8)`: functools.lru_cache), or None."""
+    e = decorator.named_children[0] if decorator.named_children else None
+    if e is not None and e.type == "call":
+        e = e.child_by_field_name("function")
+    return ix.qualname(e) if e is not None else None
