@@ -4,7 +4,7 @@ checks, off by default, whose `.item()` calls were reported under capture)."""
 
 from __future__ import annotations
 
-from tests.source.helpers import workspace_flags
+from tests.source.helpers import capture_program, workspace_flags
 
 LIB = '''import os
 
@@ -20,8 +20,7 @@ def validate(lens):
 
 
 def _flags(cond: str) -> set[tuple[str, int, str]]:
-    main = ("import torch\nfrom lib import validate\n\nx = torch.ones(4, device='cuda')\ng = torch.cuda.CUDAGraph()\n"
-            "with torch.cuda.graph(g):\n    validate(x)\n")
+    main = capture_program("from lib import validate", "validate(x)")
     return {f for f in workspace_flags({"lib.py": LIB.format(cond=cond), "main.py": main}) if f[0] == "lib.py"}
 
 

@@ -5,7 +5,7 @@ capture already called (lightllm's kernel configs)."""
 
 from __future__ import annotations
 
-from tests.source.helpers import workspace_flags
+from tests.source.helpers import capture_program, workspace_flags
 
 GUARDED = '''import torch
 
@@ -18,8 +18,7 @@ def offsets(t, flag):
 
 
 def _guarded(cond: str) -> set[tuple[str, int, str]]:
-    main = ("import torch\nfrom lib import offsets\n\nx = torch.ones(4, device='cuda')\ng = torch.cuda.CUDAGraph()\n"
-            "with torch.cuda.graph(g):\n    y = offsets(x, True)\n")
+    main = capture_program("from lib import offsets", "y = offsets(x, True)")
     return {f for f in workspace_flags({"lib.py": GUARDED.format(cond=cond), "main.py": main}) if f[0] == "lib.py"}
 
 
