@@ -536,7 +536,8 @@ class CaptureWalker:
         if not targets and site.qualname not in ("print",):
             # callables passed to library code run inside the capture (checkpoint(block, x), ...)
             for a in site.args:
-                if strip_parens(a).type in ("identifier", "attribute") and not self.kind(a, frame).tensor:
+                if strip_parens(a).type == "lambda" or (strip_parens(a).type in ("identifier", "attribute")
+                                                        and not self.kind(a, frame).tensor):
                     for tgt in self.resolver.resolve_callable(ix, a, frame.env):
                         al, ac = ix.src.start(a)
                         self.enter(tgt.ix, tgt.func, tgt.env, frame, tgt.label, branch,

@@ -162,6 +162,8 @@ class Resolver:
                 pos = positional(expr)
                 if pos:
                     found = self.resolve_callable(ix, pos[0], env, depth + 1)
+        elif expr.type == "lambda":
+            return [Target(ix, ix.lambda_info(expr), EMPTY_ENV, "<lambda>")]
         elif expr.type == "subscript":
             kernel = expr.child_by_field_name("value")
             if kernel is not None and strip_parens(kernel).type in ("identifier", "attribute"):

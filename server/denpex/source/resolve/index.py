@@ -30,7 +30,8 @@ _V = TypeVar("_V")
 
 _FUNCTION = frozenset({"function_definition"})
 _CLASS = frozenset({"class_definition"})
-_SCOPE_OWNERS = frozenset({"function_definition", "module"})
+_SCOPE_OWNERS = frozenset({"function_definition", "lambda", "module"})
+_FUNCTION_SCOPES = frozenset({"function_definition", "lambda"})  # scopes with parameters
 
 
 class _Defined(dict[str, _V]):
@@ -363,6 +364,14 @@ class FileIndex:
         p = self.src.nav.enclosing(node, _FUNCTION)
         return self.by_node.get(p.id) if p is not None else None
 
+    def lambda_info(self, node: Node) -> FuncInfo:
+        """A lambda expression as a function (its body is one expression): what a caller runs when the lambda is
+        passed in as a callable (`_graph_time(lambda: fn(x))` -> `work()`). Made on first use, then kept."""
+        info = self.by_node.get(node.id)
+        if info is None:
+            info = self.by_node[node.id] = FuncInfo("<lambda>", node, None, [], self.src)
+        return info
+
     def enclosing_class(self, node: Node) -> ClassInfo | None:
         p = self.src.nav.enclosing(node, _CLASS)
         if p is None:
@@ -419,13 +428,13 @@ class FileIndex:
     def scope(self, owner: Node) -> Scope:
         cached = self._scopes.get(owner.id)
         if cached is not None:
-            if owner.type == "function_definition":  # every use is a dependency of the analysis using it
+            if owner.type in _FUNCTION_SCOPES:  # every use is a dependency of the analysis using it
                 self.touched.append((owner.start_byte, owner.end_byte))
             return cached
         scope = Scope(owner)
-        if owner.type == "function_definition":
+        if owner.type in _FUNCTION_SCOPES:
             self.touched.append((owner.start_byte, owner.end_byte))
-            info = self.by_node.get(owner.id)
+            info = self.by_node.get(owner.id) if owner.type == "function_definition" else self.lambda_info(owner)
             if info is not None:
                 scope.params = set(info.params)
             scope.parent = self.scope_of(owner)
@@ -511,7 +520,7 @@ class FileIndex:
             touched.on, attr_deps.on = saved
         deps: list[tuple[int, int, str]] = []
         found = self._lookup(name, at, scope, deps)
-        if scope is None or scope.node.type != "function_definition":
+        if scope is None or scope.node.type not in _FUNCTION_SCOPES:
             return found, (), tuple(deps)  # a module-level name: no function read (edits are in functions)
         stmt = self.src.nav.statement_of(at)
         reads = [(stmt.start_byte, stmt.end_byte)]
@@ -529,7 +538,7 @@ class FileIndex:
                 ) -> tuple[Assign | None, Scope | None, bool]:
         first = True
         while scope is not None:
-            if scope.node.type == "function_definition":
+            if scope.node.type in _FUNCTION_SCOPES:
                 deps.append((scope.node.start_byte, scope.node.end_byte, "=" + name))
             if name in scope.params and name not in scope.assigns:
                 return None, scope, True

@@ -200,6 +200,8 @@ class Values:
             return _union([self.of(ix, a, depth + 1), self.of(ix, b, depth + 1)])
         if t == "boolean_operator":
             return _union(self.of(ix, c, depth + 1) for c in expr.named_children)
+        if t == "lambda":
+            return [Func(ix, ix.lambda_info(expr))]
         return []
 
     def _name(self, ix: FileIndex, ident: Node, depth: int) -> list[Value]:
@@ -495,6 +497,8 @@ class Values:
         """A parameter: its annotation, else its default, else the arguments at the call sites of its function
         in every workspace file (plain functions; `__init__` through its class's constructions)."""
         self._asked(ix)
+        if fn.node.type == "lambda":
+            return []  # called only through the values it is passed as (bound by the caller's frame), never by name
         node = _param_node(ix, fn, name)
         if node is not None:
             ann = node.child_by_field_name("type")
