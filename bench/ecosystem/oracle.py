@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -104,7 +105,9 @@ def outside_kind(path: str | None, full_name: str | None) -> str:
 def matches(jedi_defs: list[Def], denpex: list[Def], mro_method: dict[tuple[Key, str], Key | None]) -> bool:
     """Do the two sides name the same definition? A function matches by position; a class from jedi (an
     instance called, or a constructor) matches a Denpex method of that class, or the method of that name that
-    the class inherits (`mro_method[(class key, method name)]`: where lookup through its bases finds it)."""
+    the class inherits (`mro_method[(class key, method name)]`: where lookup through its bases finds it), or a
+    method of a subclass of it (`mro_method[(subclass key, "")] == class key`: jedi names the declared class of
+    `self` in a mixin's method, whose object is an instance of a subclass that defines the method)."""
     dk = {d.key for d in denpex}
     for j in jedi_defs:
         if j.kind == "function" and j.key in dk:
@@ -115,7 +118,19 @@ def matches(jedi_defs: list[Def], denpex: list[Def], mro_method: dict[tuple[Key,
                     return True
                 if mro_method.get((j.key, d.name)) == d.key:
                     return True
+                if d.cls is not None and (d.cls, "") in mro_method and j.key in _bases(mro_method, d.cls):
+                    return True
     return False
+
+
+def _bases(mro_method: dict[tuple[Key, str], Key | None], cls: Key) -> set[Key]:
+    """The classes after `cls` in its linearisation, as `_mro_methods` chained them: (class, "") -> next."""
+    out: set[Key] = set()
+    k: Key | None = mro_method.get((cls, ""))
+    while k is not None and k not in out:
+        out.add(k)
+        k = mro_method.get((k, ""))
+    return out
 
 
 def jedi_artifact(call: Call, jedi_defs: list[Def]) -> list[Def]:
@@ -312,7 +327,7 @@ def _denpex_calls(root: Path, walk_compile: bool = False) -> tuple[list[Call], f
 
 
 def _name_key(node: Any, ix: Any, root: Path) -> Key | None:
-    n = node.child_by_field_name("name")
+    n = node if node.type == "lambda" else node.child_by_field_name("name")  # jedi places a lambda at `lambda`
     if n is None:
         return None
     line, col = ix.src.start(n)
@@ -507,17 +522,20 @@ def _decorated(path: str, line: int) -> bool:
     return False
 
 
-def _mro_methods(root: Path, jedi_classes: set[Key], names: set[str]) -> dict[tuple[Key, str], Key | None]:
+def _mro_methods(root: Path, jedi_classes: set[Key], names: set[str],
+                 denpex_classes: frozenset[Key] | set[Key] = frozenset()) -> dict[tuple[Key, str], Key | None]:
     """For each class jedi named and each method name Denpex entered on it: where Denpex's own lookup through
-    the class's bases (Resolver._method) finds that method, so an inherited forward matches its subclass."""
+    the class's bases (Resolver._method) finds that method, so an inherited forward matches its subclass. For
+    each class of a method Denpex named, its linearisation as a chain: (class, "") -> the next class."""
     from denpex.source.resolve.callgraph import Resolver
     from denpex.source.resolve.workspace import Workspace
 
     out: dict[tuple[Key, str], Key | None] = {}
     if not jedi_classes:
         return out
+    wanted = jedi_classes | set(denpex_classes)
     ws = Workspace(roots=[str(root)])
-    files = {k[0] for k in jedi_classes}
+    files = {k[0] for k in jedi_classes | set(denpex_classes)}
     r = root.resolve()
     for p in files:
         rel = os.path.relpath(p, r)
@@ -540,7 +558,7 @@ def _mro_methods(root: Path, jedi_classes: set[Key], names: set[str]) -> dict[tu
     old = Path.cwd()
     os.chdir(r)
     try:
-        for key in jedi_classes:
+        for key in wanted:
             ix = ws.index(os.path.relpath(key[0], r))
             if ix is None:
                 continue
@@ -550,6 +568,13 @@ def _mro_methods(root: Path, jedi_classes: set[Key], names: set[str]) -> dict[tu
                 continue
             for ci in list(full.classes.values()):
                 if _name_key(ci.node, full, r) != key:
+                    continue
+                if key in denpex_classes:
+                    chain = [_name_key(c.node, i, r) for i, c in res.values.mro(full, ci)]
+                    for a, b in itertools.pairwise(chain):
+                        if a is not None:
+                            out.setdefault((a, ""), b)
+                if key not in jedi_classes:
                     continue
                 for name in names:
                     found = res._method(full, ci, name)
@@ -601,7 +626,9 @@ def run_project(name: str, root: Path, max_calls: int, budget_s: float, seed: in
     jedi_s = time.perf_counter() - t0
     jclasses = {j.key for _c, jd, _o, _d in checked for j in jd if j.kind == "class"}
     mnames = {d.name for c, _jd, _o, _d in checked for d in c.denpex} | {"forward", "__call__", "__init__"}
-    mro = _mro_methods(root, jclasses, mnames)
+    dclasses = {d.cls for c, jd, _o, _d in checked if any(j.kind == "class" for j in jd) for d in c.denpex
+                if d.cls is not None}
+    mro = _mro_methods(root, jclasses, mnames, dclasses)
     counts: Counter[str] = Counter()
     outside_counts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()

@@ -93,3 +93,23 @@ def bench(x):
     graphed(lambda: torch.utils.checkpoint.checkpoint(lambda h: layer(h), x, use_reentrant=False))
 '''
     assert ("main.py", 7, "capture-dynamic-shape-op") in _flags(main)
+
+
+def test_a_function_taken_from_a_dict_in_a_loop_is_called_by_the_lambda() -> None:
+    # DeepSpeed's swiglu bench: `for name, fn in _VARIANTS.items(): _graph_time(lambda: fn(gate, up))`
+    main = '''import torch
+from helper import graphed
+
+
+def fast(t):
+    return torch.nonzero(t)
+
+
+VARIANTS = {"fast": fast}
+
+
+def bench(x):
+    for name, fn in VARIANTS.items():
+        graphed(lambda: fn(x))
+'''
+    assert ("main.py", 6, "capture-dynamic-shape-op") in _flags(main)

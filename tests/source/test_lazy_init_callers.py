@@ -72,3 +72,52 @@ def test_one_caller_without_the_warm_up_keeps_the_finding(tmp_path: Path) -> Non
 def test_another_objects_warm_up_does_not_count(tmp_path: Path) -> None:
     body = "    u = Trainer(torch.randn(8, 8, device='cuda'))\n    u.warmup()\n    t.capture()"
     assert ("trainer.py", 9, "error") in _cublas(tmp_path, body)
+
+
+def test_a_recapture_from_a_method_of_the_class_follows_the_outside_callers(tmp_path: Path) -> None:
+    # realistic r24_clean: `end_epoch` re-captures after an lr change, on an object main warmed before its first
+    # capture; an outside caller that captures cold still keeps the error
+    again = TRAINER + "\n    def end_epoch(self):\n        self.capture()\n"
+    ws = Workspace([str(tmp_path)])
+    ws.add_file(str(tmp_path / "trainer.py"), again)
+    ws.add_file(str(tmp_path / "main.py"), MAIN.format(body="    t.warmup()\n    t.capture()\n    t.end_epoch()"))
+    assert not [f for found in analyse_workspace(ws).values() for f in found if f.rule == "lazy-init-cublas"]
+    ws.add_file(str(tmp_path / "main.py"), MAIN.format(body="    t.capture()\n    t.end_epoch()"))
+    assert [f for found in analyse_workspace(ws).values() for f in found if f.rule == "lazy-init-cublas"]
+
+
+OWN_WARMUP = """\
+import torch
+
+
+class Runner:
+    def __init__(self, model, x):
+        self.model = model
+        self.x = x
+
+    def _warmup(self):
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            torch.matmul(self.model(self.x), self.x)
+
+    def capture(self):
+        {warm}
+        self.g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.g):
+            self.out = torch.matmul(self.model(self.x), self.x)
+
+
+def build(x):
+    return Runner(torch.relu, x).capture()
+"""
+
+
+def test_a_helper_of_the_class_that_runs_the_captured_callee_warms_it(tmp_path: Path) -> None:
+    # realistic r17/r22/r23: capture() calls self._warmup(), whose body runs self.model(...) on a side stream
+    def found(warm: str) -> list[str]:
+        ws = Workspace([str(tmp_path)])
+        ws.add_file(str(tmp_path / "runner.py"), OWN_WARMUP.format(warm=warm))
+        return [f.rule for fs in analyse_workspace(ws).values() for f in fs if f.rule == "lazy-init-cublas"]
+
+    assert found("self._warmup()") == []
+    assert found("self.x.zero_()") == ["lazy-init-cublas"]

@@ -8,6 +8,7 @@ flow into the callee; a parameter with no binding is looked up at the call sites
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -61,6 +62,9 @@ class Target:
     role: str = ""  # "hook" (a forward hook of the instance called), "element" (of an nn.Sequential): run besides;
     # "kernel": a Triton kernel launched (`kernel[grid](...)`): GPU code, resolved but not walked
 
+
+# a class statement's name and base list (a subclass search reads headers before it parses a class)
+_CLASS_HEADER = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
 
 ModuleLookup = Callable[[str], "FileIndex | None"]
 
@@ -270,7 +274,39 @@ class Resolver:
                     break
             if out:
                 break
+        if not out and inst.site is None:
+            out = self._subclass_calls(inst, label)
         out.extend(self._hooks(inst, label))
+        return out
+
+    def _subclass_calls(self, inst: Inst, label: str) -> list[Target]:
+        """`self` of a class that defines neither `forward` nor `__call__` (a mixin: mamba's GenerationMixin passes
+        `self` on to the code that captures `model(...)`): the object is an instance of a workspace subclass that
+        does. Only when one subclass does: a mixin of many modules (NeMo's AdapterModuleMixin) says nothing of
+        which one is called. Still a may-be edge (a subclass outside the workspace may be the one)."""
+        out: list[Target] = []
+        files = [inst.ix, *(self.files_with(inst.ix.path, inst.cls.name) if self.files_with is not None else [])]
+        for f in files:
+            for sub in self._subclasses(f, inst.cls):
+                for t in self.instance_call(Inst(f, sub, None), f"{label} ({sub.name})"):
+                    if t.role != "hook":
+                        out.append(replace(t, guess=f"{label}: a {sub.name}, a subclass of {inst.cls.name}"))
+                if len({t.func.node.id for t in out}) > 1:
+                    return []
+        return out
+
+    def _subclasses(self, f: FileIndex, cls: ClassInfo) -> list[ClassInfo]:
+        """The classes of `f` that have `cls` (of `ix`) among their workspace bases, at any depth: the headers
+        whose bases spell its name, then their linearisations."""
+        self.values._asked(f)
+        word = re.compile(rb"\b" + re.escape(cls.name.encode()) + rb"\b")
+        out: list[ClassInfo] = []
+        for m in _CLASS_HEADER.finditer(f.src.data):
+            if not word.search(m.group(2)):
+                continue
+            sub = f.classes.get(m.group(1).decode())
+            if sub is not None and sub is not cls and any(c is cls for _i, c in self.values.mro(f, sub)[1:]):
+                out.append(sub)
         return out
 
     def _hooks(self, inst: Inst, label: str) -> list[Target]:

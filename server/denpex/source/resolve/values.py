@@ -336,7 +336,8 @@ class Values:
                 recv = self.of(ix, obj, depth + 1)
                 if recv:
                     return recv
-            if obj is not None and attr is not None and ix.text(attr) in ("values", "children", "modules"):
+            # a dict's items() as its values (a Seq keeps no keys: `for name, fn in VARIANTS.items()` binds fn)
+            if obj is not None and attr is not None and ix.text(attr) in ("values", "items", "children", "modules"):
                 seqs = [v for v in self.of(ix, obj, depth + 1) if isinstance(v, Seq)]
                 if seqs:
                     return [Seq(tuple(self.elements(list(seqs))))]

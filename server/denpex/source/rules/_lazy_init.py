@@ -104,6 +104,33 @@ def warmed_up(r: CaptureRegion, lib: str | None, on_path: frozenset[str] = froze
         for arg in positional(n):
             if strip_parens(arg).type == "identifier" and ix.text(arg) in names and ix.kind(arg).cat == "module":
                 return True
+    # a helper of the class or module called before the capture that runs a callee of the capture itself
+    for name in sorted(set(calls) - wanted):
+        for n in upto(calls[name], anchor.start_byte):
+            fn = n.child_by_field_name("function")
+            if n.end_byte <= anchor.start_byte and fn is not None and _helper_runs(ix, anchor, ix.text(fn), callees):
+                return True
+    return False
+
+
+def _helper_runs(ix: FileIndex, anchor: Node, text: str, callees: set[str]) -> bool:
+    """`self._warmup()` (or a module function) called before the capture runs, in its own body, a callee of the
+    capture spelled the same (`self.model(self.static_in)` on a side stream): the capture's warm-up, one level
+    down."""
+    helper = None
+    if text.startswith("self.") and text.count(".") == 1:
+        cls = ix.enclosing_class(anchor)
+        helper = cls.methods.get(text[5:]) if cls is not None else None
+    elif text.isidentifier():
+        helper = ix.module_funcs.get(text)
+    body = helper.body if helper is not None else None
+    if body is None:
+        return False
+    for n in walk(body):
+        if n.type == "call":
+            f = n.child_by_field_name("function")
+            if f is not None and ix.text(f) in callees and not ix.text(f).endswith((".cuda", ".to")):
+                return True
     return False
 
 
@@ -119,7 +146,19 @@ def warmed_by_callers(resolver: Resolver, r: CaptureRegion, on_path: frozenset[s
     # every call spelled like the method, not Values.call_sites: that keeps only calls whose receiver resolves,
     # and an unresolved caller (`def again(t): t.capture()`) may be the one that captures cold
     found = callers(resolver, ix, fn.name, fn.class_name)
-    return bool(found) and all(_sibling_warms(ix, fn.name, fn.class_name, fx, call, on_path) for fx, call in found)
+    # `self.capture()` from another method of the class (a re-capture after an lr change) runs on an object the
+    # outside code set up, warm-up first: the outside callers decide
+    outside = [(fx, call) for fx, call in found if not _own_method_call(fx, call, fn.class_name)]
+    return bool(outside) and all(_sibling_warms(ix, fn.name, fn.class_name, fx, call, on_path) for fx, call in outside)
+
+
+def _own_method_call(fx: FileIndex, call: Node, cls: str | None) -> bool:
+    f = call.child_by_field_name("function")
+    recv = f.child_by_field_name("object") if f is not None and f.type == "attribute" else None
+    if cls is None or recv is None or fx.text(recv) != "self":
+        return False
+    owner = fx.enclosing_class(call)
+    return owner is not None and owner.name == cls
 
 
 def _sibling_warms(ix: FileIndex, name: str, cls: str | None, fx: FileIndex, call: Node,
