@@ -121,3 +121,20 @@ def test_a_helper_of_the_class_that_runs_the_captured_callee_warms_it(tmp_path: 
 
     assert found("self._warmup()") == []
     assert found("self.x.zero_()") == ["lazy-init-cublas"]
+
+
+def test_a_capture_two_calls_below_the_entry_is_cold_only_maybe(tmp_path: Path) -> None:
+    # realistic r19: main -> capture_step(runner, step) -> runner.record(step); main's eager steps may have run
+    # cuBLAS first, out of the rule's sight: a warning, not an error. Called from the entry itself: an error.
+    lib = TRAINER + "\n\ndef capture_step(t):\n    t.capture()\n"
+    ws = Workspace([str(tmp_path)])
+    ws.add_file(str(tmp_path / "trainer.py"), lib)
+    ws.add_file(str(tmp_path / "main.py"), MAIN.format(body="    capture_step(t)").replace(
+        "from trainer import Trainer", "from trainer import Trainer, capture_step") + "\n\nmain()\n")
+    got = {(Path(p).name, f.start_line + 1, f.severity) for p, found in analyse_workspace(ws).items()
+           for f in found if f.rule == "lazy-init-cublas"}
+    assert got == {("trainer.py", 9, "warning")}
+    ws.add_file(str(tmp_path / "main.py"), MAIN.format(body="    t.capture()") + "\n\nmain()\n")
+    got = {(Path(p).name, f.start_line + 1, f.severity) for p, found in analyse_workspace(ws).items()
+           for f in found if f.rule == "lazy-init-cublas"}
+    assert got == {("trainer.py", 9, "error")}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from weakref import WeakKeyDictionary
 
 from tree_sitter import Node
 
@@ -65,6 +66,20 @@ class Target:
 
 # a class statement's name and base list (a subclass search reads headers before it parses a class)
 _CLASS_HEADER = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+_HEADERS: WeakKeyDictionary[FileIndex, tuple[int, dict[str, list[str]]]] = WeakKeyDictionary()
+
+
+def _class_headers(f: FileIndex) -> dict[str, list[str]]:
+    """Each word of a base list of `f`'s class statements -> the classes whose bases spell it (read once per text:
+    calling a mixin's `self` asks for every file that imports the mixin)."""
+    got = _HEADERS.get(f)
+    if got is None or got[0] != f.src.epoch:
+        table: dict[str, list[str]] = {}
+        for m in _CLASS_HEADER.finditer(f.src.data):
+            for w in set(re.findall(rb"\w+", m.group(2))):
+                table.setdefault(w.decode(), []).append(m.group(1).decode())
+        got = _HEADERS[f] = (f.src.epoch, table)
+    return got[1]
 
 ModuleLookup = Callable[[str], "FileIndex | None"]
 
@@ -296,15 +311,12 @@ class Resolver:
         return out
 
     def _subclasses(self, f: FileIndex, cls: ClassInfo) -> list[ClassInfo]:
-        """The classes of `f` that have `cls` (of `ix`) among their workspace bases, at any depth: the headers
-        whose bases spell its name, then their linearisations."""
+        """The classes of `f` that have `cls` among their workspace bases, at any depth: the headers whose bases
+        spell its name, then their linearisations."""
         self.values._asked(f)
-        word = re.compile(rb"\b" + re.escape(cls.name.encode()) + rb"\b")
         out: list[ClassInfo] = []
-        for m in _CLASS_HEADER.finditer(f.src.data):
-            if not word.search(m.group(2)):
-                continue
-            sub = f.classes.get(m.group(1).decode())
+        for name in _class_headers(f).get(cls.name, ()):
+            sub = f.classes.get(name)
             if sub is not None and sub is not cls and any(c is cls for _i, c in self.values.mro(f, sub)[1:]):
                 out.append(sub)
         return out
@@ -397,20 +409,9 @@ class Resolver:
                 return self.resolve_callable(ix, value, env, depth + 1)
             return []
         # closures: functions defined in enclosing functions, then module functions
-        nav = ix.src.nav
-        p = nav.enclosing(ident, _FUNCTION)
-        while p is not None:
-            body = p.child_by_field_name("body")
-            if body is not None:
-                for c in body.named_children:
-                    fnode = c.child_by_field_name("definition") if c.type == "decorated_definition" else c
-                    if fnode is not None and fnode.type == "function_definition":
-                        n = fnode.child_by_field_name("name")
-                        if n is not None and ix.text(n) == name:
-                            info = ix.by_node.get(fnode.id)
-                            if info is not None:
-                                return [Target(ix, info, EMPTY_ENV, name)]
-            p = nav.enclosing(p, _FUNCTION)
+        local = ix.local_defs(name, ident)
+        if local:
+            return [Target(ix, info, EMPTY_ENV, name) for info in local]
         info = ix.module_func(name, ident)
         if info is not None:
             return [Target(ix, info, EMPTY_ENV, name)]

@@ -256,6 +256,8 @@ class FileIndex:
         self.imports: ImportMap = build_imports(src, self.caps, path)
         self.functions: list[FuncInfo] = []
         self.by_node: dict[int, FuncInfo] = {}
+        self._lambdas: dict[int, FuncInfo] = {}  # lambda node id -> its function (lambda_info; not in by_node)
+        self._nested: dict[int, dict[str, list[FuncInfo]]] = {}  # function node id -> its own defs (local_defs)
         self.epoch = src.epoch  # the tree this index was built from (a lazily parsed file's tree can grow)
         self.module_funcs: dict[str, FuncInfo] = _Defined(src) if src.lazy is not None else {}
         self.classes: dict[str, ClassInfo] = _Defined(src) if src.lazy is not None else {}
@@ -364,12 +366,45 @@ class FileIndex:
         p = self.src.nav.enclosing(node, _FUNCTION)
         return self.by_node.get(p.id) if p is not None else None
 
+    def local_defs(self, name: str, at: Node) -> list[FuncInfo]:
+        """The defs of `name` in the functions around `at`, innermost first: at a function's top level or in its
+        if/try/with blocks (`if arch == "mixer": def make(): ...` / `else: def make(): ...`). A def in a block that
+        holds `at` is the one; otherwise every def of the nearest function that has one (either may run)."""
+        nav = self.src.nav
+        p = nav.enclosing(at, _FUNCTION)
+        while p is not None:
+            found = self._nested_defs(p).get(name)
+            if found:
+                own = [f for f in found if block_of(f.node).start_byte <= at.start_byte < block_of(f.node).end_byte]
+                return own[-1:] if own else list(found)
+            p = nav.enclosing(p, _FUNCTION)
+        return []
+
+    def _nested_defs(self, fn: Node) -> dict[str, list[FuncInfo]]:
+        """The defs of a function's own body (its if/try/with blocks included), by name in document order; read
+        once per function (every unresolved name inside it asks)."""
+        got = self._nested.get(fn.id)
+        if got is None:
+            got = self._nested[fn.id] = {}
+            body = fn.child_by_field_name("body")
+            stack = list(reversed(body.named_children)) if body is not None else []
+            while stack:
+                c = stack.pop()
+                fnode = c.child_by_field_name("definition") if c.type == "decorated_definition" else c
+                if fnode is not None and fnode.type == "function_definition":
+                    info = self.by_node.get(fnode.id)
+                    if info is not None:
+                        got.setdefault(info.name, []).append(info)
+                elif c.type in _SAME_SCOPE:
+                    stack.extend(reversed(c.named_children))
+        return got
+
     def lambda_info(self, node: Node) -> FuncInfo:
         """A lambda expression as a function (its body is one expression): what a caller runs when the lambda is
         passed in as a callable (`_graph_time(lambda: fn(x))` -> `work()`). Made on first use, then kept."""
-        info = self.by_node.get(node.id)
+        info = self._lambdas.get(node.id)
         if info is None:
-            info = self.by_node[node.id] = FuncInfo("<lambda>", node, None, [], self.src)
+            info = self._lambdas[node.id] = FuncInfo("<lambda>", node, None, [], self.src)
         return info
 
     def enclosing_class(self, node: Node) -> ClassInfo | None:

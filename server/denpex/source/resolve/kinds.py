@@ -187,6 +187,10 @@ def _element_kind(ix: FileIndex, whole: Node, depth: int, params: ParamKinds | N
         q = ix.qualname(func)
         torch_op = q is not None and q.startswith("torch.") and not q.startswith("torch.nn.")
         recv = func.child_by_field_name("object") if func.type == "attribute" else None
+        own = _file_function(ix, func, q)
+        if own is not None:
+            # `start, end = self.span_logits(h, mask)`: this file's function, whose returns are all tuples of tensors
+            return _returned_elements_kind(ix, own, whole, depth, params)
         if not torch_op and not (recv is not None and kind(ix, recv, depth + 1, params).tensor):
             return UNKNOWN
     k = kind(ix, whole, depth + 1, params)
@@ -233,6 +237,59 @@ def _return_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: Pa
         return UNKNOWN
     return Kind(kinds[0].cat, kinds[0].device, is_bool=all(k.is_bool for k in kinds))
 
+def _file_function(ix: FileIndex, func: Node, q: str | None) -> FuncInfo | None:
+    """The function of this file a callee names: a module function (not shadowed by a local), or `self.m` for a
+    method `m` of the enclosing class or of a base class defined in this file (an override elsewhere is assumed
+    to return the same kind)."""
+    if func.type == "identifier":
+        if q is None or "." in q or q not in ix.module_funcs:
+            return None
+        assign, _scope, is_param = ix.lookup(q, func)
+        return ix.module_funcs[q] if assign is None and not is_param else None
+    obj = func.child_by_field_name("object")
+    attr = func.child_by_field_name("attribute")
+    if func.type != "attribute" or obj is None or attr is None or ix.text(obj) != "self":
+        return None
+    cls = ix.enclosing_class(func)
+    seen: set[str] = set()
+    while cls is not None and cls.name not in seen:
+        seen.add(cls.name)
+        m = cls.methods.get(ix.text(attr))
+        if m is not None:
+            return m
+        cls = next((ix.classes[b] for b in cls.bases if b in ix.classes), None)
+    return None
+
+
+def _returned_elements_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: ParamKinds | None) -> Kind:
+    """An element unpacked from a call of this file's `fn`: a tensor when every return statement returns a tuple
+    whose elements are all tensors (with the parameters taken from the call's arguments, as `_return_kind`)."""
+    rets = _own_returns(ix, fn)
+    if not rets or depth > 6:
+        return UNKNOWN
+    bound = bind(ix, call, fn)
+
+    def callee_params(name: str, node: Node) -> Kind | None:
+        holder = ix.enclosing_function(node)
+        arg = bound.get(name) if holder is not None and holder.node.id == fn.node.id else None
+        if arg is None:
+            return None
+        k = kind(ix, arg, depth + 1, params)
+        return None if k.cat in ("unknown", "param") else k
+
+    devices: set[str | None] = set()
+    for n in rets:
+        value = strip_parens(n.named_children[0]) if n.named_child_count else None
+        if value is None or value.type not in ("tuple", "expression_list") or not value.named_child_count:
+            return UNKNOWN
+        for e in value.named_children:
+            k = kind(ix, e, depth + 1, callee_params)
+            if not k.tensor:
+                return UNKNOWN
+            devices.add(k.device)
+    return Kind("tensor", devices.pop() if len(devices) == 1 else None)
+
+
 def _call_kind(ix: FileIndex, node: Node, depth: int, params: ParamKinds | None = None) -> Kind:
     func = node.child_by_field_name("function")
     args = node.child_by_field_name("arguments")
@@ -266,11 +323,18 @@ def _call_kind(ix: FileIndex, node: Node, depth: int, params: ParamKinds | None 
         m = ix.text(attr)
         if obj.type == "identifier" and ix.text(obj) == "self" and kind(ix, func, depth + 1, params).cat == "module":
             return Kind("tensor", "cuda")  # `ix.fc(x)`: calling a module held on the instance
+        own = _file_function(ix, func, q)
+        if own is not None:
+            k = _return_kind(ix, own, node, depth, params)  # `self.project(h)`: a method of the class
+            if k.cat != "unknown":
+                return k
         if obj.type == "identifier" and q is not None and not q.startswith("torch."):
             name = ix.text(obj)
             assign, _scope, is_param = ix.lookup(name, obj)
             if assign is None and not is_param and ix.imports.lookup(name) is not None:
                 # `math.sqrt(n)`, `np.log(v)`: a function of an imported module, not a tensor method
+                if q.startswith("numpy."):
+                    return Kind("other")  # a host array: its .sum() / .max() are no tensor methods (vLLM's np.full)
                 return Kind("scalar") if q.startswith("math.") else UNKNOWN
         rk = kind(ix, obj, depth + 1, params)
         if rk.cat == "module" and m in ("cuda", "to", "train", "eval", "half", "float", "bfloat16", "requires_grad_"):

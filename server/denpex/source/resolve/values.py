@@ -25,6 +25,7 @@ from denpex.source.resolve.annotations import annotated_types, container_element
 from denpex.source.resolve.args import bind
 from denpex.source.resolve.carried import Carried, CarriedAnswers, files_named
 from denpex.source.resolve.consts import arm_dead
+from denpex.source.resolve.hierarchy import Hierarchy
 from denpex.source.resolve.index import (
     Assign,
     ClassInfo,
@@ -32,7 +33,6 @@ from denpex.source.resolve.index import (
     FuncInfo,
     Kind,
     block_of,
-    class_header,
     holds,
     positional,
     reaching_bindings,
@@ -66,6 +66,8 @@ _PASS_THROUGH = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace
                            "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.DataParallel",
                            "torch.cuda.make_graphed_callables", "functools.wraps", "functools.lru_cache",
                            "functools.cache", "torch.no_grad", "torch.inference_mode", "torch.enable_grad"})
+# builtins whose result iterates over the elements of their arguments
+_ITERATING = frozenset({"enumerate", "zip", "reversed", "sorted", "list", "tuple", "iter"})
 _CONTAINERS = ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict")
 
 
@@ -80,7 +82,7 @@ def _union(groups: Iterable[list[Value]]) -> list[Value]:
 
 
 @dataclass
-class Values:
+class Values(Hierarchy):
     lookup_module: Lookup
     files_with: FilesWith | None = None
     _memo: dict[tuple[int, int], tuple[list[Value], int]] = field(default_factory=dict)  # values, guessed
@@ -237,7 +239,7 @@ class Values:
                 # arms the program's default run does not take (`if name == "sgd":` with "adam" passed) are left out
                 taken = [a for a in reaching if not arm_dead(ix, a.stmt, scope.node, self.call_sites)]
                 reaching = taken or reaching
-            groups = [self._assigned(ix, a, depth) for a in reaching]
+            groups = [self._assigned(ix, a, depth, name) for a in reaching]
             if scope is not None and scope.node.type == "module" and ix.imports.lookup(name) is not None and not any(
                     holds(block_of(a.stmt), ident) for a in reaching):
                 # `try: from flash_attn import f` / `except ImportError: f = None`: every binding found sits in a
@@ -247,21 +249,54 @@ class Values:
             if len(found) > 1 and sum(1 for g in groups if g) > 1:
                 self.guessed |= GUESS_PARTIAL  # branches bind different objects: which one runs is not known
             return found
+        # a def of the function around the read (`make()` of `if arch == "mixer": def make(): ...`); not a closure
+        # returned as the function's result: an attribute that holds both the wrapped function and that wrapper
+        # (torchtitan's self.fwd_bwd_fn) would make the wrapper call itself under capture
+        local = ix.local_defs(name, ident) if not is_param and not _returned(ident) else []
+        if local:
+            if len(local) > 1:
+                self.guessed |= GUESS_PARTIAL  # defined in several branches: which one runs is not known
+            return [Func(ix, f) for f in local]
         if name in ix.branch_funcs:
             own = ix.module_func(name, ident)  # defined in several branches: the one of the branch read from
             if own is not None:
                 return [Func(ix, own)]
         return self.global_name(ix, name, depth)
 
-    def _assigned(self, ix: FileIndex, assign: Assign, depth: int) -> list[Value]:
+    def _assigned(self, ix: FileIndex, assign: Assign, depth: int, name: str | None = None) -> list[Value]:
         """The values one binding of a name gives it."""
         st = assign.stmt
         if assign.value is None and st.type in ("for_statement", "for_in_clause"):
             it = st.child_by_field_name("right")
             return self.elements(self.of(ix, it, depth + 1)) if it is not None else []
+        if assign.value is None and assign.unpacked is not None and name is not None and st.type == "assignment":
+            return self._unpacked(ix, st, assign.unpacked, name, depth)
         if assign.value is None or st.type == "augmented_assignment":
             return []
         return self.of(ix, assign.value, depth + 1)
+
+    def _unpacked(self, ix: FileIndex, st: Node, right: Node, name: str, depth: int) -> list[Value]:
+        """`model, opt, sched = build_components(cfg)`: the element at the name's position of every tuple the
+        called workspace function returns (with as many elements as the targets; a splat target: nothing)."""
+        left = st.child_by_field_name("left")
+        r = strip_parens(right)
+        f = r.child_by_field_name("function") if r.type == "call" else None
+        if left is None or f is None:
+            return []
+        elems = list(strip_parens(left).named_children)
+        at = [i for i, e in enumerate(elems) if e.type == "identifier" and ix.text(e) == name]
+        if len(at) != 1 or any(e.type not in ("identifier", "attribute", "subscript") for e in elems):
+            return []
+        out: list[list[Value]] = []
+        for v in self.of(ix, f, depth + 1):
+            if not isinstance(v, Func) or v.partial is not None:
+                continue
+            bound = bind(ix, r, v.func)
+            for ret in callsites.returned(v.ix, v.func):
+                e = strip_parens(ret)
+                if e.type in ("tuple", "expression_list") and e.named_child_count == len(elems):
+                    out.append(self._returned(v.ix, v.func, e.named_children[at[0]], bound, ix, depth + 1))
+        return _union(out)
 
     def global_name(self, ix: FileIndex, name: str, depth: int) -> list[Value]:
         """A module-level function or class of the file, or one imported from a workspace file."""
@@ -324,6 +359,9 @@ class Values:
                         for v in self.of(ix, args[0], depth + 1)]
             if q in _PASS_THROUGH or (q.endswith(".compile") and q.startswith("torch")):
                 return self.of(ix, args[0], depth + 1) if args else []
+            if q in _ITERATING and args and ix.imports.lookup(q) is None:
+                # `for i, block in enumerate(blocks)`: the elements of what is iterated (a Seq keeps no positions)
+                return [Seq(tuple(_union(self.elements(self.of(ix, a, depth + 1)) for a in args)))]
             if q.rsplit(".", 1)[-1] in _CONTAINERS and q.startswith("torch.nn"):
                 return [self._container(ix, call, depth, runs=q.endswith("Sequential"))]
             if q == "super":
@@ -696,68 +734,6 @@ class Values:
                     return out
         return out
 
-    # ---- classes -----------------------------------------------------------------------------------------
-    def base_class(self, ix: FileIndex, base: str) -> tuple[FileIndex, ClassInfo] | None:
-        self._asked(ix)
-        short = base.rsplit(".", 1)[-1]
-        if "." not in base:
-            cls = ix.classes.get(base)
-            return (ix, cls) if cls is not None else None
-        mod = base.rpartition(".")[0]
-        for v in self.symbol(mod, short, 1):
-            if isinstance(v, ClassRef):
-                return v.ix, v.cls
-        if short in ix.classes and ix.imports.lookup(short) is None:
-            return ix, ix.classes[short]
-        return None
-
-    def mro(self, ix: FileIndex, cls: ClassInfo) -> list[tuple[FileIndex, ClassInfo]]:
-        """The C3 linearisation of a workspace class over its workspace bases (library bases end it)."""
-        self._asked(ix)
-        key = (id(ix), cls.node.id)
-        found = self._mro.get(key)
-        if found is not None:
-            return found
-        self._mro[key] = [(ix, cls)]  # a cyclic hierarchy stops here
-        # the bases: an edit inside a method body changes no base and no method name (Document keeps nothing
-        # after one that spells `def`/`class` or moves a function's end)
-        ix.touched.append(class_header(cls))
-        seqs: list[list[tuple[FileIndex, ClassInfo]]] = []
-        direct: list[tuple[FileIndex, ClassInfo]] = []
-        for b in cls.bases:
-            bc = self.base_class(ix, b)
-            if bc is not None and bc[1] is not cls:
-                seqs.append(list(self.mro(*bc)))
-                direct.append(bc)
-        seqs.append(direct)
-        out: list[tuple[FileIndex, ClassInfo]] = [(ix, cls)]
-        while any(seqs):
-            for seq in seqs:
-                if not seq:
-                    continue
-                head = seq[0]
-                if not any(head[1] is c[1] for s in seqs for c in s[1:]):
-                    break
-            else:
-                break  # no consistent order: keep what is linear so far
-            out.append(head)
-            seqs = [[c for c in s if c[1] is not head[1]] for s in seqs]
-        self._mro[key] = out
-        return out
-
-    def library_bases(self, ix: FileIndex, cls: ClassInfo) -> set[str]:
-        """The qualified names of the library classes the workspace class derives from."""
-        out: set[str] = set()
-        for cix, c in self.mro(ix, cls):
-            for b in c.bases:
-                if self.base_class(cix, b) is None:
-                    out.add(b)
-        return out
-
-    def is_module(self, ix: FileIndex, cls: ClassInfo) -> bool:
-        """An nn.Module subclass (calling an instance runs `forward`)."""
-        return any(b.startswith("torch.nn.") or b.endswith(("nn.Module", "Module")) for b in self.library_bases(ix, cls))
-
 
 def _classmethod_of(ix: FileIndex, ident: Node) -> ClassInfo | None:
     """The class whose `@classmethod` takes `cls` where `ident` reads it (the innermost def, its first parameter)."""
@@ -787,3 +763,11 @@ def _param_node(ix: FileIndex, fn: FuncInfo, name: str) -> Node | None:
 def _argument(ix: FileIndex, call: Node, fn: FuncInfo, name: str) -> Node | None:
     """The argument of `call` (in `ix`) bound to parameter `name` of `fn` (args.bind)."""
     return bind(ix, call, fn).get(name)
+
+
+def _returned(ident: Node) -> bool:
+    """`ident` is (an element of) the value of a return statement."""
+    p = ident.parent
+    while p is not None and p.type in ("parenthesized_expression", "expression_list", "tuple"):
+        p = p.parent
+    return p is not None and p.type == "return_statement"

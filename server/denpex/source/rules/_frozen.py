@@ -17,7 +17,7 @@ from tree_sitter import Node
 
 from denpex.source.capture.regions import CaptureRegion
 from denpex.source.resolve.callgraph import Resolver
-from denpex.source.resolve.index import FileIndex
+from denpex.source.resolve.index import FileIndex, FuncInfo
 from denpex.source.resolve.workspace import Workspace
 from denpex.source.syntax.mentions import def_of
 from denpex.source.syntax.parse import growths, run_query, walk
@@ -122,13 +122,23 @@ def _function_names(ix: FileIndex, words: tuple[bytes, ...], method: str | None)
     data = ix.src.data
     for fn in ix.by_node.values():
         body = fn.body
-        if body is None:
+        if body is None or _autograd_step(ix, fn):
             continue
         chunk = data[body.start_byte:body.end_byte]
         called = method is not None and f".{method}(".encode() in chunk.replace(b" ", b"")
         if called or any(w in chunk for w in words):
             out.add(fn.name)
     return out
+
+
+def _autograd_step(ix: FileIndex, fn: FuncInfo) -> bool:
+    """The forward/backward of a torch.autograd.Function subclass: autograd runs them (`Cls.apply(...)`, a
+    `loss.backward()` through it), never a call by their name; as replayers by name they would make every
+    `loss.backward()` in the workspace a replay (Megatron-LM's _CudagraphReplayNode)."""
+    if fn.name not in ("forward", "backward") or fn.class_name is None:
+        return False
+    cls = ix.classes.get(fn.class_name)
+    return cls is not None and any(b.rsplit(".", 1)[-1] == "Function" for b in cls.bases)
 
 
 def replayers(resolver: Resolver, *local: FileIndex) -> set[str]:

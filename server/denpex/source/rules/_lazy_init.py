@@ -39,7 +39,27 @@ def first_use(w: Walk, c: CallSite, lib: str, hazard: str) -> None:
     if not uses or warmed_up(w.region, lib, on_path) or warmed_by_callers(w.resolver, w.region, on_path):
         return
     w.state[hazard] = True
-    w.report(hazard, c.node, c.frame, [w.fixes.warm_up()])
+    # cold for certain only where the capture's cold caller is the program's top (module code, or a function the
+    # workspace never calls): a caller called in turn (main -> capture_step -> runner._record) may follow the
+    # run's eager steps, out of this rule's sight
+    certain = cold_at_the_top(w.resolver, w.region)
+    w.report(hazard, c.node, c.frame, [w.fixes.warm_up()], severity=None if certain else "warning")
+
+
+def cold_at_the_top(resolver: Resolver, r: CaptureRegion) -> bool:
+    """The function holding the capture is module code or the program's entry, or each of its calls sits in module
+    code or in an entry: a function called only from module code (`if __name__ == "__main__": main()`), or not
+    at all in the workspace."""
+    fn = r.ix.enclosing_function(r.anchor)
+    if fn is None:
+        return True
+    for fx, call in callers(resolver, r.ix, fn.name, fn.class_name):
+        outer = fx.enclosing_function(call)
+        if outer is None or outer.name.startswith("__"):
+            continue
+        if any(gx.enclosing_function(g) is not None for gx, g in callers(resolver, fx, outer.name, outer.class_name)):
+            return False
+    return True
 
 
 def path_functions(chain: tuple[str, ...]) -> frozenset[str]:
