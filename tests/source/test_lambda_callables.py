@@ -113,3 +113,46 @@ def bench(x):
         graphed(lambda: fn(x))
 '''
     assert ("main.py", 6, "capture-dynamic-shape-op") in _flags(main)
+
+
+def test_lambdas_at_many_call_sites_do_not_crowd_out_the_other_values() -> None:
+    # tensordict: tests pass CudaGraphModule(lambda td: ...) a hundred times; the TensorDictModule instances passed
+    # elsewhere must still be followed (past the per-expression value limit, the lambdas are what is left out)
+    calls = "\n".join(f"    graphed(lambda: {i})" for i in range(12))
+    main = f'''import torch
+from helper import graphed
+
+
+def fast():
+    return torch.nonzero(torch.ones(3, device="cuda"))
+
+
+def bench():
+    graphed(fast)
+{calls}
+'''
+    assert ("main.py", 6, "capture-dynamic-shape-op") in _flags(main)
+
+
+def test_a_parameters_callers_in_other_files_add_to_those_in_its_own() -> None:
+    # DeepSpeed's graph_process(False, func, ...): local defs passed in utils.py, a bound method in bf16_optimizer.py
+    helper = HELPER + '''
+
+def local_use(x):
+    def norm():
+        return x.sum()
+    graphed(norm)
+'''
+    main = '''import torch
+from helper import graphed
+
+
+def far(t):
+    return torch.nonzero(t)
+
+
+def bench(x):
+    graphed(far, x)
+'''
+    found = {f for f in workspace_flags({"helper.py": helper, "main.py": main}) if f[0] == "main.py"}
+    assert ("main.py", 6, "capture-dynamic-shape-op") in found

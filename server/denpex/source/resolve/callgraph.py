@@ -188,7 +188,10 @@ class Resolver:
             if kernel is not None and strip_parens(kernel).type in ("identifier", "attribute"):
                 found = [replace(t, role="kernel") for t in self.resolve_callable(ix, kernel, env, depth + 1)
                          if _triton_kernel(t.ix, t.func)]
-        if found or expr.type not in ("identifier", "attribute", "subscript", "call"):
+        # an unbound parameter: the calls of its function in this file gave `found`; those in other files may pass
+        # others (DeepSpeed's graph_process(False, func, ...): local defs here, a bound method in bf16_optimizer.py)
+        param = expr.type == "identifier" and env.get(ix.text(expr)) is None and ix.lookup(ix.text(expr), expr)[2]
+        if (found and not param) or expr.type not in ("identifier", "attribute", "subscript", "call"):
             return found
         self.values.guessed = 0
         vals = self.values_of(ix, expr, env)
@@ -200,6 +203,9 @@ class Resolver:
         if (g & GUESS_CALLERS and env.params) or g & GUESS_PARTIAL:
             text = " ".join(ix.text(expr).split())[:60]
             targets = [replace(t, guess=text) for t in targets]
+        if found:
+            seen = {(id(t.ix), t.func.node.id) for t in found}
+            return found + [t for t in targets if (id(t.ix), t.func.node.id) not in seen]
         return targets
 
     # ---- through values (values.py): instances, containers, factories, parameters from call sites -------

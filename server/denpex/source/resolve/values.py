@@ -73,12 +73,17 @@ _CONTAINERS = ("Sequential", "ModuleList", "ModuleDict", "ParameterList", "Param
 
 def _union(groups: Iterable[list[Value]]) -> list[Value]:
     out: dict[tuple[int, ...], Value] = {}
+    lambdas: dict[tuple[int, ...], Value] = {}
     for g in groups:
         for v in g:
-            out.setdefault(v.key(), v)
+            (lambdas if isinstance(v, Func) and v.func.node.type == "lambda" else out).setdefault(v.key(), v)
             if len(out) > MAX_VALUES:
                 return []  # too many to be useful: unknown
-    return list(out.values())
+    if len(out) + len(lambdas) > MAX_VALUES:
+        # lambdas passed at many call sites (tensordict's tests: CudaGraphModule(lambda td: ...)) do not crowd out
+        # the other values (its TensorDictModule instances): they are left out
+        return list(out.values())
+    return [*out.values(), *lambdas.values()]
 
 
 @dataclass
