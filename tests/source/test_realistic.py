@@ -91,9 +91,6 @@ MISSES: dict[str, str] = {
                          " kind is not known",
     "r22_attn_factory": "a class looked up in a registry filled by class decorators (cls._registry[cfg.impl](cfg),"
                         " @Attention.register) is not resolved, so LocalAttention.forward is never walked",
-    "r24_steplr_sgd": "optim-capturable-float-lr reads the lr and the scheduler only when the optimizer is built in"
-                      " the file of the captured step; SGD is built in train_cnn.py and stepped as self.opt in"
-                      " trainer.py, its StepLR from a factory in schedules.py",
     "r26_stale_autograd": "cuda-906 does not see the eager step's live loss kept on self (self.last_loss = ...) by"
                           " Trainer.warmup, a method called before the capture (not reduced further)",
 }

@@ -6,11 +6,18 @@ Reported at the lr of a capturable=True constructor (the setting chosen for capt
 
 from __future__ import annotations
 
+import re
+
+from tree_sitter import Node
+
 from denpex.source.engine.facts import has_scheduler
 from denpex.source.fixes import edits as F
-from denpex.source.resolve.index import kwarg, positional
+from denpex.source.resolve import callsites
+from denpex.source.resolve.index import FileIndex, kwarg, positional
+from denpex.source.resolve.value_types import Lib
 from denpex.source.rules._api import CallSite, Hazard, SourceRule, Walk
 from denpex.source.rules._optimizer import optimizer_step
+from denpex.source.syntax.parse import run_query
 
 
 def _float_lr(w: Walk, c: CallSite) -> None:
@@ -22,6 +29,7 @@ def _float_lr(w: Walk, c: CallSite) -> None:
         return
     home = rk.home or c.ix
     if home is not c.ix:
+        _built_elsewhere(w, c, home, rk.node)
         return
     ix, ctor = c.ix, rk.node
     pos = positional(ctor)
@@ -40,6 +48,58 @@ def _float_lr(w: Walk, c: CallSite) -> None:
         f"This captured {ix.text(c.receiver)}.step() keeps lr={ix.text(lr)} (line {ix.src.start(lr)[0] + 1}), a "
         "Python float, as it was at capture: the scheduler's later changes never reach the replays (silently "
         "wrong); keep the learning rate in a 0-dim CUDA tensor"))
+
+def _built_elsewhere(w: Walk, c: CallSite, home: FileIndex, ctor: Node) -> None:
+    """The optimizer built with a float lr in another file (a factory) and stepped here, beside a scheduler that
+    steps here too (`self.sched.step()` next to the captured `self.opt.step()`): most likely its own scheduler,
+    so a warning; no fix (the constructor is in another file)."""
+    pos = positional(ctor)
+    lr = kwarg(home, ctor, "lr") or (pos[1] if len(pos) > 1 else None)
+    if lr is None or home.kind(lr).cat == "tensor" or "tensor" in home.text(lr).lower():
+        return
+    if not _scheduler_steps_here(w, c) or _recaptured_on_lr_change(w):
+        return
+    w.report("capturable-float-lr", c.node, c.frame, [], severity="warning", message=(
+        f"This captured {c.ix.text(c.receiver) if c.receiver is not None else 'opt'}.step() keeps lr={home.text(lr)} ({home.path}:"
+        f"{home.src.start(lr)[0] + 1}), a Python float, as it was at capture, while a scheduler steps in this file: "
+        "if it is this optimizer's, its later changes never reach the replays (silently wrong); keep the learning "
+        "rate in a 0-dim CUDA tensor"))
+
+
+def _recaptured_on_lr_change(w: Walk) -> bool:
+    """The function that holds the capture is called again under a condition on the lr (`if lr !=
+    self.captured_lr: self.capture()`): each new lr gets its own graph."""
+    r = w.region
+    fn = r.ix.enclosing_function(r.anchor)
+    if fn is None:
+        return False
+    for call in callsites.calls_named(r.ix, fn.name):
+        p = call.parent
+        while p is not None and p.type not in ("function_definition", "module"):
+            if p.type in ("if_statement", "elif_clause"):
+                cond = p.child_by_field_name("condition")
+                if cond is not None and re.search(r"(?<!\w)lr(?!\w)", r.ix.text(cond)):
+                    return True
+            p = p.parent
+    return False
+
+
+def _scheduler_steps_here(w: Walk, c: CallSite) -> bool:
+    """Another object's `.step()` in the step's file is a learning-rate scheduler's (by its construction)."""
+    ix = c.ix
+    recv = ix.text(c.receiver) if c.receiver is not None else ""
+    for call in run_query("(call) @call", ix.src.root).get("call", []):
+        f = call.child_by_field_name("function")
+        obj = f.child_by_field_name("object") if f is not None and f.type == "attribute" else None
+        attr = f.child_by_field_name("attribute") if f is not None and f.type == "attribute" else None
+        if obj is None or attr is None or ix.text(attr) != "step" or ix.text(obj) == recv:
+            continue
+        libs = [v for v in w.resolver.values_of(ix, obj, c.frame.env) if isinstance(v, Lib)]
+        # every construction it may come from is torch's scheduler (a factory's branches: StepLR or MultiStepLR)
+        if libs and all(v.qualname.startswith("torch.optim.lr_scheduler.") for v in libs):
+            return True
+    return False
+
 
 RULE = SourceRule(
     id="optim-capturable-float-lr",
