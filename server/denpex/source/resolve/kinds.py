@@ -211,13 +211,8 @@ def _own_returns(ix: FileIndex, fn: FuncInfo) -> list[Node]:
     return found or []
 
 
-def _return_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: ParamKinds | None) -> Kind:
-    """What a call of this file's function `fn` returns: the kind its return statements agree on, with its
-    parameters taken from the call's arguments (`z = standardize(err, mean, std)` is a tensor when `err`
-    is one). Returns that disagree, or one not known, give unknown."""
-    body = fn.body
-    if body is None or depth > 6:
-        return UNKNOWN
+def _callee_params(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: ParamKinds | None) -> ParamKinds:
+    """The kinds of `fn`'s parameters inside its body, from the arguments `call` binds to them (known kinds only)."""
     bound = bind(ix, call, fn)
 
     def callee_params(name: str, node: Node) -> Kind | None:
@@ -227,6 +222,18 @@ def _return_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: Pa
             return None
         k = kind(ix, arg, depth + 1, params)
         return None if k.cat in ("unknown", "param") else k
+
+    return callee_params
+
+
+def _return_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int, params: ParamKinds | None) -> Kind:
+    """What a call of this file's function `fn` returns: the kind its return statements agree on, with its
+    parameters taken from the call's arguments (`z = standardize(err, mean, std)` is a tensor when `err`
+    is one). Returns that disagree, or one not known, give unknown."""
+    body = fn.body
+    if body is None or depth > 6:
+        return UNKNOWN
+    callee_params = _callee_params(ix, fn, call, depth, params)
 
     kinds: list[Kind] = []
     for n in _own_returns(ix, fn):
@@ -267,15 +274,7 @@ def _returned_elements_kind(ix: FileIndex, fn: FuncInfo, call: Node, depth: int,
     rets = _own_returns(ix, fn)
     if not rets or depth > 6:
         return UNKNOWN
-    bound = bind(ix, call, fn)
-
-    def callee_params(name: str, node: Node) -> Kind | None:
-        holder = ix.enclosing_function(node)
-        arg = bound.get(name) if holder is not None and holder.node.id == fn.node.id else None
-        if arg is None:
-            return None
-        k = kind(ix, arg, depth + 1, params)
-        return None if k.cat in ("unknown", "param") else k
+    callee_params = _callee_params(ix, fn, call, depth, params)
 
     devices: set[str | None] = set()
     for n in rets:

@@ -17,7 +17,6 @@ from denpex.source.resolve.index import FileIndex, kwarg, positional
 from denpex.source.resolve.value_types import Lib
 from denpex.source.rules._api import CallSite, Hazard, SourceRule, Walk
 from denpex.source.rules._optimizer import optimizer_step
-from denpex.source.syntax.parse import run_query
 
 
 def _float_lr(w: Walk, c: CallSite) -> None:
@@ -29,12 +28,11 @@ def _float_lr(w: Walk, c: CallSite) -> None:
         return
     home = rk.home or c.ix
     if home is not c.ix:
-        _built_elsewhere(w, c, home, rk.node)
+        _built_elsewhere(w, c, c.ix.text(c.receiver), home, rk.node)
         return
     ix, ctor = c.ix, rk.node
-    pos = positional(ctor)
-    lr = kwarg(ix, ctor, "lr") or (pos[1] if len(pos) > 1 else None)
-    if lr is None or ix.kind(lr).cat == "tensor" or "tensor" in ix.text(lr).lower():
+    lr = _float_lr_arg(ix, ctor)
+    if lr is None:
         return
     if not has_scheduler(ix, c.receiver):
         return
@@ -49,21 +47,26 @@ def _float_lr(w: Walk, c: CallSite) -> None:
         "Python float, as it was at capture: the scheduler's later changes never reach the replays (silently "
         "wrong); keep the learning rate in a 0-dim CUDA tensor"))
 
-def _built_elsewhere(w: Walk, c: CallSite, home: FileIndex, ctor: Node) -> None:
+def _float_lr_arg(ix: FileIndex, ctor: Node) -> Node | None:
+    """The optimizer constructor's lr argument, when it is a Python number rather than a tensor."""
+    pos = positional(ctor)
+    lr = kwarg(ix, ctor, "lr") or (pos[1] if len(pos) > 1 else None)
+    if lr is None or ix.kind(lr).cat == "tensor" or "tensor" in ix.text(lr).lower():
+        return None
+    return lr
+
+
+def _built_elsewhere(w: Walk, c: CallSite, recv: str, home: FileIndex, ctor: Node) -> None:
     """The optimizer built with a float lr in another file (a factory) and stepped here, beside a scheduler that
     steps here too (`self.sched.step()` next to the captured `self.opt.step()`): most likely its own scheduler,
     so a warning; no fix (the constructor is in another file)."""
-    pos = positional(ctor)
-    lr = kwarg(home, ctor, "lr") or (pos[1] if len(pos) > 1 else None)
-    if lr is None or home.kind(lr).cat == "tensor" or "tensor" in home.text(lr).lower():
-        return
-    if not _scheduler_steps_here(w, c) or _recaptured_on_lr_change(w):
+    lr = _float_lr_arg(home, ctor)
+    if lr is None or not _scheduler_steps_here(w, c, recv) or _recaptured_on_lr_change(w):
         return
     w.report("capturable-float-lr", c.node, c.frame, [], severity="warning", message=(
-        f"This captured {c.ix.text(c.receiver) if c.receiver is not None else 'opt'}.step() keeps lr={home.text(lr)} ({home.path}:"
-        f"{home.src.start(lr)[0] + 1}), a Python float, as it was at capture, while a scheduler steps in this file: "
-        "if it is this optimizer's, its later changes never reach the replays (silently wrong); keep the learning "
-        "rate in a 0-dim CUDA tensor"))
+        f"This captured {recv}.step() keeps lr={home.text(lr)} ({home.path}:{home.src.start(lr)[0] + 1}), a Python "
+        "float, as it was at capture, while a scheduler steps in this file: if it is this optimizer's, its later "
+        "changes never reach the replays (silently wrong); keep the learning rate in a 0-dim CUDA tensor"))
 
 
 def _recaptured_on_lr_change(w: Walk) -> bool:
@@ -84,15 +87,13 @@ def _recaptured_on_lr_change(w: Walk) -> bool:
     return False
 
 
-def _scheduler_steps_here(w: Walk, c: CallSite) -> bool:
+def _scheduler_steps_here(w: Walk, c: CallSite, recv: str) -> bool:
     """Another object's `.step()` in the step's file is a learning-rate scheduler's (by its construction)."""
     ix = c.ix
-    recv = ix.text(c.receiver) if c.receiver is not None else ""
-    for call in run_query("(call) @call", ix.src.root).get("call", []):
+    for call in callsites.calls_named(ix, "step"):
         f = call.child_by_field_name("function")
         obj = f.child_by_field_name("object") if f is not None and f.type == "attribute" else None
-        attr = f.child_by_field_name("attribute") if f is not None and f.type == "attribute" else None
-        if obj is None or attr is None or ix.text(attr) != "step" or ix.text(obj) == recv:
+        if obj is None or ix.text(obj) == recv:
             continue
         libs = [v for v in w.resolver.values_of(ix, obj, c.frame.env) if isinstance(v, Lib)]
         # every construction it may come from is torch's scheduler (a factory's branches: StepLR or MultiStepLR)
